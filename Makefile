@@ -1,0 +1,50 @@
+# Loom — two commands on a fresh Debian 12 machine:
+#   make run    sets everything up, then runs the main job on the embedded simulated fabric
+#   make test   sets everything up, then runs the whole test suite (slow tests included)
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+FABRIC ?= fire-flyer-2
+MODEL := topology/$(FABRIC).yaml
+OUT ?= out/$(FABRIC)
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils
+
+.PHONY: setup apt-deps run test test-fast bench validate show route check clean
+
+setup: $(VENV)/.installed apt-deps
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+# Debian packages for the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk).
+apt-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# The main job: validate and summarise every reference fabric, then route and check $(FABRIC).
+run: setup
+	@for m in topology/*.yaml; do $(BIN)/loom validate $$m || exit 1; done
+	$(BIN)/loom show $(MODEL)
+
+test: setup
+	$(BIN)/pytest -q
+
+test-fast: setup
+	$(BIN)/pytest -q -m "not slow"
+
+bench: setup
+	$(BIN)/python bench/expand.py
+
+validate show: setup
+	$(BIN)/loom $@ $(MODEL)
+
+clean:
+	rm -rf out .pytest_cache .hypothesis

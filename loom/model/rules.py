@@ -1,0 +1,293 @@
+"""Whole-model rules: what pydantic cannot see from one field alone.
+
+Each rule is a generator of `Finding`s; `check_rules` runs them in order.  A rule names the YAML
+location it is about so the loader can print the line.  The rules refuse fabrics that cannot be
+built (ports that do not exist, speeds that cannot link, references to nothing) before the
+expansion starts, so the expansion itself can assume a sound model.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterator
+
+from .schema import SPEEDS_GBPS, BiGraph, FatTree2, FatTree3, Model, NodeGroup
+
+MAX_UNICAST_LID = 0xBFFF
+
+
+@dataclass(frozen=True)
+class Finding:
+    loc: tuple
+    message: str
+    fix: str
+
+
+def ports_per_zone(model: Model, group: NodeGroup) -> int:
+    """NIC ports one node of `group` cables into each of its zones (in each plane)."""
+    ports = model.node_types[group.node_type].nic_ports
+    return ports // model.plane_count // len(group.zones)
+
+
+def node_name(group: NodeGroup, index: int) -> str:
+    return group.name_pattern.format(group=group.name, index=index, zone=group.zones[0])
+
+
+def _duplicates(names: list[str]) -> list[str]:
+    return [n for n, c in Counter(names).items() if c > 1]
+
+
+def unique_names(model: Model) -> Iterator[Finding]:
+    for field, names in (("zones", [z.name for z in model.zones]), ("node_groups", [g.name for g in model.node_groups])):
+        for dup in _duplicates(names):
+            i = len(names) - 1 - names[::-1].index(dup)
+            yield Finding((field, i, "name"), f"name `{dup}` is used twice in {field}", "give every entry its own name")
+    for tname, nt in model.node_types.items():
+        for field in ("root_complexes", "pcie_switches", "gpus", "nics"):
+            names = [x.name for x in getattr(nt, field)]
+            for dup in _duplicates(names):
+                yield Finding(("node_types", tname, field), f"`{dup}` appears twice in {field} of node type {tname}",
+                              "give every device of a node type its own name")
+
+
+def references(model: Model) -> Iterator[Finding]:
+    zones = {z.name for z in model.zones}
+    for i, z in enumerate(model.zones):
+        if z.switch_model not in model.switch_models:
+            yield Finding(("zones", i, "switch_model"), f"unknown switch model `{z.switch_model}`",
+                          f"use one of: {', '.join(model.switch_models)} (or add it under switch_models)")
+    for i, g in enumerate(model.node_groups):
+        if g.node_type not in model.node_types:
+            yield Finding(("node_groups", i, "node_type"), f"unknown node type `{g.node_type}`",
+                          f"use one of: {', '.join(model.node_types)} (or add it under node_types)")
+        for j, zname in enumerate(g.zones):
+            if zname not in zones:
+                yield Finding(("node_groups", i, "zones", j), f"unknown zone `{zname}`", f"use one of: {', '.join(sorted(zones))}")
+    for i, link in enumerate(model.inter_zone_links):
+        for end in ("a", "b"):
+            if getattr(link, end).zone not in zones:
+                yield Finding(("inter_zone_links", i, end, "zone"), f"unknown zone `{getattr(link, end).zone}`",
+                              f"use one of: {', '.join(sorted(zones))}")
+    for tname, nt in model.node_types.items():
+        rcs = {r.name for r in nt.root_complexes}
+        sws = {s.name: s.root_complex for s in nt.pcie_switches}
+        for k, s in enumerate(nt.pcie_switches):
+            if s.root_complex not in rcs:
+                yield Finding(("node_types", tname, "pcie_switches", k, "root_complex"), f"unknown root complex `{s.root_complex}`",
+                              f"use one of: {', '.join(sorted(rcs))}")
+        for k, r in enumerate(nt.root_complexes):
+            if r.numa >= nt.numa_nodes:
+                yield Finding(("node_types", tname, "root_complexes", k, "numa"),
+                              f"NUMA node {r.numa} does not exist: the node has {nt.numa_nodes} (sockets × numa_per_socket)",
+                              f"use a NUMA node from 0 to {nt.numa_nodes - 1}")
+        for field in ("gpus", "nics"):
+            for k, dev in enumerate(getattr(nt, field)):
+                if dev.root_complex not in rcs:
+                    yield Finding(("node_types", tname, field, k, "root_complex"), f"unknown root complex `{dev.root_complex}`",
+                                  f"use one of: {', '.join(sorted(rcs))}")
+                elif dev.pcie_switch is not None and sws.get(dev.pcie_switch) != dev.root_complex:
+                    what = "unknown PCIe switch" if dev.pcie_switch not in sws else "PCIe switch on another root complex:"
+                    yield Finding(("node_types", tname, field, k, "pcie_switch"), f"{what} `{dev.pcie_switch}`",
+                                  "name a PCIe switch listed under pcie_switches that hangs off the same root complex")
+        gpus = {g.name for g in nt.gpus}
+        for k, pair in enumerate(nt.nvlink_pairs):
+            for name in pair:
+                if name not in gpus:
+                    yield Finding(("node_types", tname, "nvlink_pairs", k), f"NVLink pair names unknown GPU `{name}`",
+                                  f"use GPU names of this node type: {', '.join(sorted(gpus)) or '(none defined)'}")
+
+
+def technology(model: Model) -> Iterator[Finding]:
+    for name, sm in model.switch_models.items():
+        if sm.technology != model.technology and any(z.switch_model == name for z in model.zones):
+            yield Finding(("switch_models", name, "technology"),
+                          f"switch model {name} is {sm.technology} but the fabric is {model.technology}",
+                          "use a switch model of the fabric's technology, or change `technology`")
+
+
+def switch_ports(model: Model) -> Iterator[Finding]:
+    """Port budget of each switch: what the topology asks of it must fit its port count."""
+    for i, z in enumerate(model.zones):
+        sm = model.switch_models.get(z.switch_model)
+        if sm is None:
+            continue
+        P = sm.ports
+        if isinstance(z, (FatTree2, FatTree3)):
+            spines = z.spines if isinstance(z, FatTree2) else z.spines_per_pod
+            leaves = z.leaves if isinstance(z, FatTree2) else z.leaves_per_pod
+            if z.leaf_down + z.leaf_up > P:
+                yield Finding(("zones", i, "leaf_down"), f"a leaf needs {z.leaf_down} + {z.leaf_up} = {z.leaf_down + z.leaf_up} ports but a {z.switch_model} has {P}",
+                              f"make leaf_down + leaf_up at most {P}")
+            if z.leaf_up % spines:
+                yield Finding(("zones", i, "leaf_up"), f"leaf_up {z.leaf_up} cannot be split evenly over {spines} spines",
+                              f"use a multiple of {spines} (each leaf takes the same number of links to every spine)")
+            else:
+                spine_down = leaves * (z.leaf_up // spines)
+                spine_up = z.spine_up if isinstance(z, FatTree3) else 0
+                if spine_down + spine_up > P:
+                    yield Finding(("zones", i, "leaves" if isinstance(z, FatTree2) else "leaves_per_pod"),
+                                  f"each spine needs {spine_down} down + {spine_up} up ports but a {z.switch_model} has {P}",
+                                  f"use fewer leaves, more spines, or a larger switch")
+            if z.oversubscription is not None and abs(z.oversubscription - z.leaf_down / z.leaf_up) > 1e-9:
+                yield Finding(("zones", i, "oversubscription"),
+                              f"declared oversubscription {z.oversubscription} but leaf_down/leaf_up = {z.leaf_down}/{z.leaf_up} = {z.leaf_down / z.leaf_up:g}",
+                              "correct leaf_down/leaf_up or the declared ratio")
+        if isinstance(z, FatTree3):
+            if z.cores % z.spines_per_pod:
+                yield Finding(("zones", i, "cores"), f"{z.cores} cores cannot be split into {z.spines_per_pod} equal groups (one per spine position)",
+                              f"use a multiple of spines_per_pod ({z.spines_per_pod})")
+            else:
+                group = z.cores // z.spines_per_pod
+                if z.spine_up % group:
+                    yield Finding(("zones", i, "spine_up"), f"spine_up {z.spine_up} cannot be split evenly over the {group} cores each spine reaches",
+                                  f"use a multiple of {group}")
+                elif z.pods * (z.spine_up // group) > P:
+                    yield Finding(("zones", i, "pods"), f"each core needs {z.pods * (z.spine_up // group)} ports but a {z.switch_model} has {P}",
+                                  "use fewer pods or more cores")
+        if isinstance(z, BiGraph):
+            if z.switches % 2:
+                yield Finding(("zones", i, "switches"), f"a BiGraph needs an even switch count, got {z.switches}",
+                              "use an even number: half go to the upper part, half to the lower")
+            if z.hosts_per_switch > z.switches // 2:
+                yield Finding(("zones", i, "hosts_per_switch"),
+                              f"M = {z.hosts_per_switch} hosts per switch exceeds N/2 = {z.switches // 2} (EFLOPS: M <= N/2 keeps the bipartite links from being oversubscribed)",
+                              f"use at most {z.switches // 2} hosts per switch, or more switches")
+            if z.hosts_per_switch + z.switches // 2 > P:
+                yield Finding(("zones", i, "switches"), f"each switch needs {z.hosts_per_switch} + {z.switches // 2} ports but a {z.switch_model} has {P}",
+                              "use fewer switches or hosts per switch")
+
+
+def homing(model: Model) -> Iterator[Finding]:
+    for i, g in enumerate(model.node_groups):
+        nt = model.node_types.get(g.node_type)
+        if g.homing == "dual":
+            if len(g.zones) < 2:
+                yield Finding(("node_groups", i, "zones"), f"group {g.name} is dual-homed but lists {len(g.zones)} zone",
+                              "list two zones (one NIC port goes to each), or set homing: single")
+                continue
+            if len(g.zones) > 2 or len(set(g.zones)) != 2:
+                yield Finding(("node_groups", i, "zones"), f"a dual-homed group needs exactly two different zones, got {g.zones}",
+                              "list two different zones")
+                continue
+            if model.planes:
+                yield Finding(("node_groups", i, "homing"), "dual homing and planes cannot be combined",
+                              "use planes (NICs spread over planes) or two zones, not both")
+            if nt and nt.nic_ports % 2:
+                yield Finding(("node_groups", i, "node_type"), f"node type {g.node_type} has {nt.nic_ports} NIC port(s): dual homing needs an even number",
+                              "give the node type two NICs (one per zone), or set homing: single")
+        elif len(g.zones) != 1:
+            yield Finding(("node_groups", i, "zones"), f"group {g.name} lists {len(g.zones)} zones but is single-homed",
+                          "list one zone, or set homing: dual")
+        if nt and model.planes and nt.nic_ports % model.planes.count:
+            yield Finding(("node_groups", i, "node_type"),
+                          f"node type {g.node_type} has {nt.nic_ports} NIC ports, which cannot be spread evenly over {model.planes.count} planes",
+                          f"give each node a multiple of {model.planes.count} NIC ports, or change planes.count")
+        if nt and g.placement == "contiguous" and any(n.ports > 1 for n in nt.nics):
+            yield Finding(("node_groups", i, "placement"), "a dual-port NIC's two ports must land on two different leaves; contiguous placement puts them on one",
+                          "use placement: spread")
+
+
+def speeds(model: Model) -> Iterator[Finding]:
+    zone_speed = {z.name: model.switch_models[z.switch_model].speed for z in model.zones if z.switch_model in model.switch_models}
+    for i, g in enumerate(model.node_groups):
+        nt = model.node_types.get(g.node_type)
+        if nt is None:
+            continue
+        for zname in g.zones:
+            for k, nic in enumerate(nt.nics):
+                zs = zone_speed.get(zname)
+                if zs and SPEEDS_GBPS[zs] != SPEEDS_GBPS[nic.speed]:
+                    yield Finding(("node_groups", i, "zones"),
+                                  f"speed mismatch: {g.node_type} NIC {nic.name} is {nic.speed} but zone {zname}'s switches are {zs}",
+                                  f"use a node type whose NICs run at {zs}, or a switch model of {nic.speed}")
+    for i, link in enumerate(model.inter_zone_links):
+        a, b = zone_speed.get(link.a.zone), zone_speed.get(link.b.zone)
+        if a and b and SPEEDS_GBPS[a] != SPEEDS_GBPS[b]:
+            yield Finding(("inter_zone_links", i), f"speed mismatch: zone {link.a.zone} is {a}, zone {link.b.zone} is {b}",
+                          "join zones whose switches run at the same speed")
+
+
+def inter_zone(model: Model) -> Iterator[Finding]:
+    zones = {z.name: z for z in model.zones}
+    for i, link in enumerate(model.inter_zone_links):
+        if link.a.zone == link.b.zone:
+            yield Finding(("inter_zone_links", i, "b", "zone"), "an inter-zone link must join two different zones",
+                          "name two different zones in a and b")
+        for end in ("a", "b"):
+            e = getattr(link, end)
+            z = zones.get(e.zone)
+            if z is None or e.leaves is None:
+                continue
+            if len(e.leaves) != link.count:
+                yield Finding(("inter_zone_links", i, end, "leaves"), f"{len(e.leaves)} leaves listed for {link.count} links",
+                              "list one leaf index per link (repeat an index for two links on one leaf), or drop `leaves`")
+            for k, leaf in enumerate(e.leaves):
+                if not 0 <= leaf < z.edge_switches:
+                    yield Finding(("inter_zone_links", i, end, "leaves", k), f"leaf {leaf} does not exist in zone {e.zone} (leaves 0..{z.edge_switches - 1})",
+                                  f"use a leaf index from 0 to {z.edge_switches - 1}")
+
+
+def zone_ports(model: Model) -> Iterator[Finding]:
+    """Port budget of each zone: nodes and inter-zone links must fit the edge switches' down ports."""
+    for i, z in enumerate(model.zones):
+        need: Counter[str] = Counter()
+        for g in model.node_groups:
+            if z.name in g.zones and g.node_type in model.node_types:
+                need[f"{g.name} {g.count}×{ports_per_zone(model, g)}"] += g.count * ports_per_zone(model, g)
+        for link in model.inter_zone_links:
+            if z.name in (link.a.zone, link.b.zone):
+                need["inter-zone"] += link.count
+        have = z.edge_switches * z.edge_down
+        if sum(need.values()) > have:
+            parts = " + ".join(f"{k} ({v})" for k, v in need.items())
+            yield Finding(("zones", i), f"zone {z.name} needs {sum(need.values())} node-facing ports ({parts}) but has {have} ({z.edge_switches} edge switches × {z.edge_down})",
+                          "add leaves, move nodes to another zone, or reduce the group counts")
+        if model.technology == "infiniband":
+            switches = _switch_count(z)
+            if sum(need.values()) + switches > MAX_UNICAST_LID:
+                yield Finding(("zones", i), f"zone {z.name} needs more than {MAX_UNICAST_LID} unicast LIDs",
+                              "split the fabric into subnets (planes) or zones")
+
+
+def _switch_count(z) -> int:
+    if isinstance(z, FatTree2):
+        return z.leaves + z.spines
+    if isinstance(z, FatTree3):
+        return z.pods * (z.leaves_per_pod + z.spines_per_pod) + z.cores
+    return z.switches
+
+
+def node_names(model: Model) -> Iterator[Finding]:
+    seen: dict[str, str] = {}
+    for i, g in enumerate(model.node_groups):
+        try:
+            names = [node_name(g, k) for k in range(g.count)]
+        except (KeyError, IndexError, ValueError) as exc:
+            yield Finding(("node_groups", i, "name_pattern"), f"bad name pattern {g.name_pattern!r} ({exc})",
+                          "use Python format fields {group}, {index} (e.g. {index:04d}) and {zone}")
+            continue
+        if len(set(names)) != len(names):
+            yield Finding(("node_groups", i, "name_pattern"), f"name pattern {g.name_pattern!r} gives the same name to several nodes",
+                          "include {index} in the pattern")
+            continue
+        for n in names:
+            if n in seen:
+                yield Finding(("node_groups", i, "name_pattern"), f"node name `{n}` is also made by group {seen[n]}",
+                              "give the groups name patterns that cannot collide")
+                break
+            seen[n] = g.name
+    if model.subnet_manager is not None and model.subnet_manager not in seen:
+        yield Finding(("subnet_manager",), f"no node is named `{model.subnet_manager}`",
+                      "name a node of one of the node groups (e.g. the first management node)")
+
+
+RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names)
+
+
+def check_rules(model: Model) -> list[Finding]:
+    """Run every rule; a rule that depends on a broken reference skips it (reported by `references`)."""
+    out: list[Finding] = []
+    for rule in RULES:
+        out.extend(rule(model))
+    return out

@@ -1,0 +1,233 @@
+"""The declarative fabric model: the one input every Loom stage starts from.
+
+The schema *is* the documentation of the inputs (pyavd's habit): every field carries a
+description, and the loader quotes it back when a value is wrong.  Only structural rules live
+here (types, ranges, allowed keys); rules that need the whole model (references, port budgets)
+live in `loom.model.rules`, so each rule can name the exact field it is about.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+#: Link speeds by name, in Gb/s for a 4x link (IB) or one port (Ethernet). Seed 004.
+SPEEDS_GBPS: dict[str, int] = {
+    "EDR": 100, "HDR": 200, "NDR": 400, "XDR": 800,
+    "100GbE": 100, "200GbE": 200, "400GbE": 400, "800GbE": 800,
+}
+Speed = Literal["EDR", "HDR", "NDR", "XDR", "100GbE", "200GbE", "400GbE", "800GbE"]
+Technology = Literal["infiniband", "ethernet"]
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=48)]
+
+
+class Strict(BaseModel):
+    """Base: unknown keys are refused (a misspelt key is a user error, not something to ignore)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------------------------- hardware
+
+
+class SwitchModel(Strict):
+    ports: PositiveInt = Field(description="number of external ports, e.g. 40 for a QM8700")
+    speed: Speed = Field(description="port speed, one of " + ", ".join(SPEEDS_GBPS))
+    technology: Technology = Field(description="infiniband or ethernet")
+    height_u: PositiveInt = Field(1, description="rack units the switch occupies")
+
+
+class RootComplex(Strict):
+    name: Name = Field(description="root complex (PCIe host bridge) name, unique in the node type")
+    numa: int = Field(ge=0, description="NUMA node the root complex belongs to")
+
+
+class PcieSwitch(Strict):
+    name: Name = Field(description="PCIe switch name, unique in the node type")
+    root_complex: str = Field(description="name of the root complex the switch hangs off")
+
+
+class Gpu(Strict):
+    name: Name = Field(description="GPU name, unique in the node type, e.g. gpu0")
+    root_complex: str = Field(description="name of the root complex the GPU sits on")
+    pcie_switch: str | None = Field(None, description="PCIe switch between GPU and root complex, if any")
+
+
+class Nic(Strict):
+    name: Name = Field(description="NIC (HCA) name, unique in the node type, e.g. hca0 or mlx5_0")
+    root_complex: str = Field(description="name of the root complex the NIC sits on")
+    pcie_switch: str | None = Field(None, description="PCIe switch between NIC and root complex, if any")
+    ports: int = Field(1, ge=1, le=2, description="cabled ports on the NIC (1, or 2 for a dual-port NIC)")
+    speed: Speed = Field(description="port speed; must equal the speed of the switch it is cabled to")
+
+
+class NodeType(Strict):
+    sockets: PositiveInt = Field(description="CPU sockets")
+    numa_per_socket: PositiveInt = Field(1, description="NUMA nodes per socket (NPS setting)")
+    cores_per_numa: PositiveInt = Field(description="CPU cores in each NUMA node")
+    root_complexes: list[RootComplex] = Field(min_length=1, description="PCIe root complexes")
+    pcie_switches: list[PcieSwitch] = Field(default_factory=list, description="PCIe switches, if any")
+    gpus: list[Gpu] = Field(default_factory=list, description="GPUs")
+    nics: list[Nic] = Field(min_length=1, description="NICs cabled to the fabric")
+    nvlink_pairs: list[tuple[str, str]] = Field(default_factory=list, description="GPU pairs joined by an NVLink bridge")
+    height_u: PositiveInt = Field(1, description="rack units the node occupies")
+
+    @property
+    def numa_nodes(self) -> int:
+        return self.sockets * self.numa_per_socket
+
+    @property
+    def nic_ports(self) -> int:
+        return sum(n.ports for n in self.nics)
+
+
+# ------------------------------------------------------------------------------------ zones
+
+
+class FatTree2(Strict):
+    """A two-layer fat tree: every leaf cabled to every spine with leaf_up / spines links."""
+
+    kind: Literal["fat-tree-2"]
+    name: Name = Field(description="zone name, unique in the model, e.g. z0")
+    switch_model: str = Field(description="key of switch_models used for leaves and spines")
+    leaves: PositiveInt = Field(description="number of leaf switches")
+    spines: PositiveInt = Field(description="number of spine switches")
+    leaf_down: PositiveInt = Field(description="leaf ports facing nodes (ports 1..leaf_down)")
+    leaf_up: PositiveInt = Field(description="leaf ports facing spines; a multiple of spines")
+    oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
+
+    @property
+    def edge_switches(self) -> int:
+        """Switches that nodes (and inter-zone links) attach to."""
+        return self.leaves
+
+    @property
+    def edge_down(self) -> int:
+        return self.leaf_down
+
+
+class FatTree3(Strict):
+    """A three-layer fat tree: pods of two-layer trees joined by core switches."""
+
+    kind: Literal["fat-tree-3"]
+    name: Name = Field(description="zone name, unique in the model")
+    switch_model: str = Field(description="key of switch_models used for all three layers")
+    pods: PositiveInt = Field(description="number of pods")
+    leaves_per_pod: PositiveInt = Field(description="leaf switches in each pod")
+    spines_per_pod: PositiveInt = Field(description="spine (aggregation) switches in each pod")
+    cores: PositiveInt = Field(description="core switches; a multiple of spines_per_pod")
+    leaf_down: PositiveInt = Field(description="leaf ports facing nodes")
+    leaf_up: PositiveInt = Field(description="leaf ports facing the pod's spines; a multiple of spines_per_pod")
+    spine_up: PositiveInt = Field(description="spine ports facing cores; a multiple of cores / spines_per_pod")
+    oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
+
+    @property
+    def edge_switches(self) -> int:
+        return self.pods * self.leaves_per_pod
+
+    @property
+    def edge_down(self) -> int:
+        return self.leaf_down
+
+
+class BiGraph(Strict):
+    """EFLOPS BiGraph: N switches in two parts joined as a complete bipartite graph."""
+
+    kind: Literal["bigraph"]
+    name: Name = Field(description="zone name, unique in the model")
+    switch_model: str = Field(description="key of switch_models")
+    switches: PositiveInt = Field(description="N, the total switch count (even); N/2 in each part")
+    hosts_per_switch: PositiveInt = Field(description="M, node ports per switch; M <= N/2")
+
+    @property
+    def edge_switches(self) -> int:
+        return self.switches
+
+    @property
+    def edge_down(self) -> int:
+        return self.hosts_per_switch
+
+
+Zone = Annotated[Union[FatTree2, FatTree3, BiGraph], Field(discriminator="kind")]
+
+
+class Planes(Strict):
+    count: int = Field(ge=2, le=16, description="number of parallel identical fabrics")
+    nic_mapping: Literal["round-robin", "blocked"] = Field(
+        "round-robin",
+        description="how a node's NIC ports map to planes: round-robin (port i -> plane i mod N) "
+        "or blocked (the first ports/N ports -> plane 0, ...)",
+    )
+
+
+# ------------------------------------------------------------------------------ attachments
+
+
+class NodeGroup(Strict):
+    name: Name = Field(description="group name, unique in the model")
+    node_type: str = Field(description="key of node_types")
+    role: Literal["compute", "storage", "management", "other"] = Field(description="what the nodes do")
+    count: PositiveInt = Field(description="number of nodes")
+    zones: list[str] = Field(min_length=1, description="zone(s) the nodes attach to; two for dual-homed")
+    homing: Literal["single", "dual"] = Field(
+        "single", description="dual: NIC port i goes to zones[i mod 2] (one HCA in each zone)"
+    )
+    placement: Literal["spread", "contiguous"] = Field(
+        "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next"
+    )
+    name_pattern: str = Field("{group}{index:04d}", description="node name; fields {group} {index} {zone}")
+
+
+class InterZoneEnd(Strict):
+    zone: str = Field(description="zone name")
+    leaves: list[int] | None = Field(None, description="leaf indices (0-based) taking the links; default: the last leaves")
+
+
+class InterZoneLinks(Strict):
+    count: PositiveInt = Field(description="number of links between the two zones")
+    a: InterZoneEnd
+    b: InterZoneEnd
+
+
+class Addressing(Strict):
+    p2p_pool: str = Field("10.0.0.0/8", description="pool the /31 point-to-point links are cut from")
+    loopback_pool: str = Field("172.16.0.0/12", description="pool the /32 switch loopbacks are cut from")
+    spine_asn: PositiveInt = Field(65000, description="ASN shared by a plane's spines (per pod for 3 layers)")
+    core_asn: PositiveInt = Field(64900, description="ASN shared by the cores of a plane")
+    leaf_asn_base: PositiveInt = Field(4200000000, description="first leaf ASN; leaf k gets base + k")
+
+
+class Layout(Strict):
+    rack_units: PositiveInt = Field(42, description="usable rack units per rack")
+    racks_per_row: PositiveInt = Field(16, description="racks in a row; rows are named A, B, ...")
+    switches_per_network_rack: PositiveInt = Field(16, description="spine/core switches per network rack")
+    leaf_units_per_node_rack: int = Field(2, ge=0, description="units at the top of a node rack kept for its leaves")
+    rack_name: str = Field("{row}{rack:02d}", description="rack name; fields {row} (letter) {rack} (number in row)")
+
+
+class SwitchNaming(Strict):
+    leaf: str = Field("{zone}-leaf{index}", description="leaf name; fields {zone} {plane} {pod} {index}")
+    spine: str = Field("{zone}-spine{index}", description="spine name")
+    core: str = Field("{zone}-core{index}", description="core name")
+    bigraph: str = Field("{zone}-{part}{index}", description="BiGraph switch name; {part} is upper/lower")
+
+
+class Model(Strict):
+    name: Name = Field(description="fabric name")
+    technology: Technology = Field(description="infiniband or ethernet, for every switch and NIC")
+    description: str = Field("", description="free text")
+    switch_models: dict[str, SwitchModel] = Field(min_length=1, description="switch hardware by name")
+    node_types: dict[str, NodeType] = Field(min_length=1, description="node hardware by name")
+    zones: list[Zone] = Field(min_length=1, description="the fabric's zones (fat trees or BiGraphs)")
+    planes: Planes | None = Field(None, description="replicate every zone N times as parallel planes")
+    node_groups: list[NodeGroup] = Field(min_length=1, description="nodes and where they attach")
+    inter_zone_links: list[InterZoneLinks] = Field(default_factory=list, description="links joining zones")
+    subnet_manager: str | None = Field(None, description="name of the node running the subnet manager")
+    addressing: Addressing = Field(default_factory=Addressing, description="Ethernet addressing pools and ASNs")
+    layout: Layout = Field(default_factory=Layout, description="physical placement rules")
+    naming: SwitchNaming = Field(default_factory=SwitchNaming, description="switch naming patterns")
+
+    @property
+    def plane_count(self) -> int:
+        return self.planes.count if self.planes else 1

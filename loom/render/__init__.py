@@ -1,0 +1,1 @@
+"""Stage 7: typed data → files and reports (summaries, OpenSM files, ibsim nets, sheets)."""
