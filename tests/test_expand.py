@@ -1,0 +1,148 @@
+"""Expansion of the reference fabrics: the counts the issue names, identities, determinism."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from loom.cli import app
+from loom.expand import CABLE_KINDS, HOST, SWITCH, expand
+from loom.model import load_model
+from loom.render.fabric_json import fabric_json
+
+TOPO = Path(__file__).parent.parent / "topology"
+runner = CliRunner()
+
+
+def show_json(name: str) -> dict:
+    result = runner.invoke(app, ["show", str(TOPO / f"{name}.yaml"), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_fire_flyer_show_json():
+    s = show_json("fire-flyer-2")
+    assert s["switches"] == 120
+    for z in ("z0", "z1"):
+        zone = s["zones"][z]
+        assert zone["switches"] == 60
+        assert zone["switches_by_role"] == {"leaf": 40, "spine": 20}
+        assert zone["leaf_down_ports"] == 800
+        assert zone["nodes_by_role"]["compute"] == 600
+        assert zone["nodes_by_role"]["storage"] == 180
+    st = s["dual_homed"]["storage"]
+    assert st["nodes"] == 180 and st["nodes_with_port_in_every_zone"] == 180
+    assert st["ports_per_zone"] == {"z0": 180, "z1": 180}
+    assert s["gpus"] == 1200 * 8
+
+
+def test_roce_4plane_gives_32768_gpus():
+    s = show_json("roce-4plane")
+    assert s["gpus"] == 32768
+    assert s["nic_ports"] == 32768
+    for p in map(str, range(4)):
+        assert s["planes"][p]["nic_ports"] == 8192  # 128²/2 per plane
+        assert s["planes"][p]["switches_by_role"] == {"leaf": 128, "spine": 64}
+    assert s["capacity"]["free"] == 0
+
+
+def test_every_node_has_two_nics_per_plane_on_different_leaves():
+    f = expand(load_model(TOPO / "roce-4plane.yaml"))
+    c = f.cables
+    host = np.flatnonzero(c.kind == CABLE_KINDS.index("host"))
+    leaf_of_port = dict(zip(c.a_dev[host].tolist(), c.b_dev[host].tolist()))
+    per = Counter()
+    for p in f.ports[:800]:
+        per[(p.node, p.plane)] += 1
+    assert set(per.values()) == {2}
+    for node in range(100):
+        ports = [p for p in f.ports if p.node == node]
+        for plane in range(4):
+            leaves = {leaf_of_port[p.index] for p in ports if p.plane == plane}
+            assert len(leaves) == 2
+
+
+def test_c4_dual_port_nics_reach_two_leaves_left_on_even():
+    f = expand(load_model(TOPO / "c4-dualport.yaml"))
+    c = f.cables
+    sw_of = {int(a): int(b) for a, b, k in zip(c.a_dev, c.b_dev, c.a_kind) if k == HOST}
+    by_nic = {}
+    for p in f.ports:
+        by_nic.setdefault((p.node, p.nic), {})[p.port] = f.switches[sw_of[p.index]].position
+    for leaves in by_nic.values():
+        assert leaves[1] != leaves[2]
+        assert leaves[1] % 2 == 0 and leaves[2] % 2 == 1
+
+
+def test_bigraph_complete_bipartite():
+    f = expand(load_model(TOPO / "eflops-bigraph.yaml"))
+    c = f.cables
+    bg = c.kind == CABLE_KINDS.index("bigraph")
+    pairs = {(int(a), int(b)) for a, b in zip(c.a_dev[bg], c.b_dev[bg])}
+    assert len(pairs) == 8 * 8 == np.count_nonzero(bg)
+    for a, b in pairs:
+        assert f.switches[a].role == "lower" and f.switches[b].role == "upper"
+
+
+def test_spread_placement_balances_each_role_over_leaves():
+    f = expand(load_model(TOPO / "fire-flyer-2.yaml"))
+    c = f.cables
+    host = np.flatnonzero(c.kind == CABLE_KINDS.index("host"))
+    per_leaf = Counter()
+    for i in host:
+        p = f.ports[c.a_dev[i]]
+        per_leaf[(p.zone, f.nodes[p.node].role, int(c.b_dev[i]))] += 1
+    for zone in ("z0", "z1"):
+        for role, expect in (("compute", {15}), ("storage", {4, 5})):
+            counts = {v for (z, r, _), v in per_leaf.items() if z == zone and r == role}
+            assert counts == expect, (zone, role, counts)
+
+
+@pytest.mark.parametrize("name", ["tiny", "fire-flyer-2", "eflops-bigraph", "fat-tree-3", "c4-dualport"])
+def test_same_model_byte_identical_expansion(name, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for out in (a, b):
+        assert runner.invoke(app, ["expand", str(TOPO / f"{name}.yaml"), "--out", str(out)]).exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_infiniband_identities_unique_and_sequential():
+    f = expand(load_model(TOPO / "fire-flyer-2.yaml"))
+    lids = [p.lid for p in f.ports] + [s.lid for s in f.switches]
+    assert sorted(lids) == list(range(1, len(lids) + 1))  # one subnet: LIDs 1..n, CA ports first
+    guids = [p.guid for p in f.ports] + [s.guid for s in f.switches]
+    assert len(set(guids)) == len(guids)
+
+
+def test_ethernet_addressing_unique():
+    f = expand(load_model(TOPO / "c4-dualport.yaml"))
+    assert len(set(f.cables.subnet.tolist())) == len(f.cables)
+    assert all(s.loopback and s.asn for s in f.switches)
+    spines = {s.asn for s in f.switches if s.role == "spine"}
+    leaves = [s.asn for s in f.switches if s.role == "leaf"]
+    assert len(spines) == 1 and len(set(leaves)) == len(leaves)
+
+
+def test_every_device_has_a_rack_and_no_two_share_units():
+    f = expand(load_model(TOPO / "fire-flyer-2.yaml"))
+    m = f.model
+    used = set()
+    for dev, h in [(s, m.switch_models[s.model].height_u) for s in f.switches] + \
+                  [(n, m.node_types[n.node_type].height_u) for n in f.nodes]:
+        assert dev.rack in f.racks
+        for u in range(dev.ru, dev.ru + h):
+            assert 1 <= u <= m.layout.rack_units
+            assert (dev.rack, u) not in used
+            used.add((dev.rack, u))
+
+
+def test_fabric_json_is_canonical():
+    f = expand(load_model(TOPO / "tiny.yaml"))
+    doc = json.loads(fabric_json(f))
+    assert len(doc["cables"]) == len(f.cables)
+    assert doc["cable_columns"][0] == "a_kind" and SWITCH == 0
