@@ -1,0 +1,62 @@
+"""The one interface every routing engine implements, and the registry that finds them by name.
+
+OpenSM's habit: the subnet manager never knows which engine runs.  Here the checks, renderers
+and push code take `Tables` and never import an engine module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+
+from .subnet import Subnet
+
+NO_ROUTE = 255  # OpenSM's LFT value for an unreachable LID
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Linear forwarding tables of one subnet: `lft[sw, lid]` = out port (0 = the switch itself)."""
+
+    subnet: Subnet
+    lft: np.ndarray  # uint8 [switches, max_lid + 1]
+    engine: str
+
+    def with_entries(self, changes: dict[tuple[int, int], int]) -> "Tables":
+        """A copy with some entries replaced: {(switch, lid): port}. Used to plant faults in tests."""
+        lft = self.lft.copy()
+        for (sw, lid), port in changes.items():
+            lft[sw, lid] = port
+        return Tables(self.subnet, lft, self.engine + "+edited")
+
+
+class RoutingError(Exception):
+    """The engine cannot route this fabric; the message says why and what to do."""
+
+
+class Engine(Protocol):
+    name: str
+
+    def route(self, subnet: Subnet) -> Tables: ...
+
+
+ENGINES: dict[str, Callable[[], Engine]] = {}
+
+
+def register(cls):
+    ENGINES[cls.name] = cls
+    return cls
+
+
+def get_engine(name: str) -> Engine:
+    from . import fattree  # noqa: F401  (engines register themselves on import)
+
+    if name not in ENGINES:
+        raise RoutingError(f"unknown routing engine `{name}`; known: {', '.join(sorted(ENGINES))}")
+    return ENGINES[name]()
+
+
+def empty_lft(subnet: Subnet) -> np.ndarray:
+    return np.full((subnet.n, subnet.max_lid + 1), NO_ROUTE, dtype=np.uint8)

@@ -1,0 +1,330 @@
+"""Engine `fattree`: destination-based up/down routing for two- and three-layer fat-tree zones.
+
+Idea (D-mod-k, made balanced per role).  In each zone every destination LID is *attached* to
+one leaf: a CA port to its leaf, a leaf's own LID to the leaf, and a destination in another
+zone to the zone's border leaf that holds the inter-zone link chosen for it.  Every
+destination then gets one up-port index u(d): all other leaves send d up port u(d), which
+reaches spine u mod S (link u div S), and that spine sends it down to d's leaf.
+
+u(d) is a round-robin over the destinations sorted by (role, attach leaf, LID), one pointer
+running through all roles.  So for every role, and for all roles together, each up-port index
+receives the same number of destinations (±1), and each leaf's own destinations occupy a
+window of distinct up-ports.  A leaf's load on up-port u is (destinations with u(d)=u) minus
+(its own destinations with u(d)=u): even to within one, which is the lower bound
+ceil(routed-up / up-ports) wherever the remainders allow it.  Cross-zone destinations are
+spread the same way over the inter-zone links towards their zone.
+
+Three layers repeat the idea one level up: the pod spine position is u mod S_pod, and among
+the destinations of one spine position a second round-robin (role, pod, leaf, LID) picks the
+spine's up-port v(d), i.e. the core.
+
+Switch LIDs (management traffic): a leaf reaches a spine/core by going up to it; a spine
+reaches another spine of its layer by going down to the pod's *turn leaf* (leaf 0) and up.
+That down→up turn is taken only by traffic addressed to a switch and only at one leaf, so it
+cannot close a cycle in the channel-dependency graph (`loom check` proves it per fabric).
+
+Cost: O(switches × LIDs) to fill the tables, all numpy; the 32,768-endpoint planes route in
+well under a second each.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import networkx as nx
+import numpy as np
+
+from loom.expand import CABLE_KINDS
+from loom.model.schema import FatTree2, FatTree3
+
+from .base import RoutingError, Tables, empty_lft, register
+from .subnet import LAYER, TO_SWITCH, Subnet
+
+ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
+
+
+class Zone:
+    """Local switch indices of one zone of one subnet, by role and position."""
+
+    def __init__(self, sn: Subnet, spec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.three = isinstance(spec, FatTree3)
+        rows = [i for i in range(sn.n) if sn.switch(i).zone == spec.name]
+        by_role = defaultdict(list)
+        for i in rows:
+            by_role[sn.switch(i).role].append(i)
+        self.leaves = np.array(sorted(by_role["leaf"], key=lambda i: sn.switch(i).edge), dtype=np.int64)
+        self.spines = np.array(sorted(by_role["spine"], key=lambda i: (sn.switch(i).pod or 0, sn.switch(i).position)), dtype=np.int64)
+        self.cores = np.array(sorted(by_role["core"], key=lambda i: sn.switch(i).position), dtype=np.int64)
+        self.S = spec.spines_per_pod if self.three else spec.spines  # spines reached from a leaf
+        self.L = spec.leaves_per_pod if self.three else spec.leaves  # leaves under a spine
+        self.links = spec.leaf_up // self.S
+        self.U = spec.leaf_up
+        self.down = spec.leaf_down
+        if self.three:
+            self.G = spec.cores // spec.spines_per_pod
+            self.clinks = spec.spine_up // self.G
+            self.spine_down = self.L * self.links
+
+    def leaf_pod(self, edge: np.ndarray) -> np.ndarray:
+        return edge // self.L if self.three else np.zeros_like(edge)
+
+    def spine(self, pod: int, pos: int) -> int:
+        return int(self.spines[pod * self.S + pos])
+
+
+def spread(order: np.ndarray, ports: int, role: np.ndarray, home: np.ndarray, klass: np.ndarray | None = None) -> np.ndarray:
+    """Give each destination (visited in `order`) one of `ports` up-port indices.
+
+    Greedy, in priority order: the port least used so far by the destination's role (per-role
+    balance), then by destinations of the same home (leaf or pod: a home's own destinations
+    should cover distinct ports, since they are exactly what that home does not send up), then
+    of the same class (spine position, for the core choice), then overall.  O(n × ports).
+    """
+    klass = np.zeros_like(role) if klass is None else klass
+    counters = [np.zeros((int(a.max()) + 1, ports), np.int64) for a in (role, home, klass)]
+    total = np.zeros(ports, np.int64)
+    out = np.zeros(len(role), np.int64)
+    for i in order:
+        cand = np.arange(ports)
+        for counter, key in zip(counters, (role[i], home[i], klass[i])):
+            vals = counter[key, cand]
+            cand = cand[vals == vals.min()]
+        vals = total[cand]
+        u = int(cand[vals == vals.min()][0])
+        out[i] = u
+        for counter, key in zip(counters, (role[i], home[i], klass[i])):
+            counter[key, u] += 1
+        total[u] += 1
+    return out
+
+
+def repair_balance(sn: Subnet, lft: np.ndarray, roles: np.ndarray) -> None:
+    """Per switch, move single destinations between up-ports until no up-port carries more
+    than ceil(routed-up / up-ports) destinations, in total and per role.
+
+    The shared up-port choice u(d) is even over the whole zone, but one leaf's load is u's count
+    minus that leaf's own destinations, and rounding can leave a port one over the bound on a
+    leaf.  Moving d to another up-port of that switch only changes which spine (core) d goes
+    through from there; every spine (core) still routes d down correctly, and the route stays
+    up/down.  Switch LIDs move only between parallel links to the same peer.  Stops when no
+    move helps; the balance check reports what is left.
+    """
+    layer = np.array([LAYER[sn.switch(i).role] for i in range(sn.n)])
+    lids = np.flatnonzero(roles < 9)
+    for row in range(sn.n):
+        ports = np.flatnonzero((sn.peer_kind[row] == TO_SWITCH)
+                               & (layer[np.where(sn.peer_kind[row] == TO_SWITCH, sn.peer_dev[row], 0)] == layer[row] + 1))
+        if len(ports) < 2:
+            continue
+        up = lids[np.isin(lft[row, lids], ports)]
+        _repair_switch(sn, lft, row, ports, up, roles)
+
+
+def _repair_switch(sn: Subnet, lft: np.ndarray, row: int, ports: np.ndarray, up: np.ndarray, roles: np.ndarray) -> None:
+    col = {int(p): i for i, p in enumerate(ports)}
+    peer = sn.peer_dev[row, ports]
+    nroles = int(roles[up].max()) + 1 if len(up) else 1
+    cnt = np.zeros((nroles, len(ports)), np.int64)
+    where = np.array([col[int(p)] for p in lft[row, up]], dtype=np.int64)
+    np.add.at(cnt, (roles[up], where), 1)
+    bound_r = -(-cnt.sum(axis=1) // len(ports))
+    bound = -(-len(up) // len(ports))
+    # spines and cores of this zone are reached through one peer: only its parallel links will do
+    zone = sn.switch(row).zone
+    fixed = np.array([sn.lid_switch[l] >= 0 and sn.switch(int(sn.lid_switch[l])).zone == zone
+                      and sn.switch(int(sn.lid_switch[l])).role in ("spine", "core") for l in up], dtype=bool)
+    for _ in range(4 * len(up)):
+        tot = cnt.sum(axis=0)
+        over_r = np.argwhere(cnt > bound_r[:, None])
+        if len(over_r):
+            r, c = over_r[0]
+            ok = (cnt[r] < bound_r[r])
+        elif (tot > bound).any():
+            c = int(np.flatnonzero(tot > bound)[0])
+            ok_r = [(r, (cnt[r] < bound_r[r]) & (tot < bound)) for r in np.flatnonzero(cnt[:, c])]
+            ok_r = [(r, m) for r, m in ok_r if m.any()]
+            if not ok_r:
+                return
+            r, ok = ok_r[0]
+        else:
+            return
+        movable = np.flatnonzero((where == c) & (roles[up] == r))
+        moved = False
+        for i in movable:
+            allowed = ok & ((peer == peer[c]) if fixed[i] else True)
+            allowed[c] = False
+            if allowed.any():
+                tgt = int(np.flatnonzero(allowed)[np.argmin(tot[allowed])])
+                lft[row, up[i]] = ports[tgt]
+                where[i] = tgt
+                cnt[r, c] -= 1
+                cnt[r, tgt] += 1
+                moved = True
+                break
+        if not moved:
+            return
+
+
+@register
+class FatTreeEngine:
+    name = "fattree"
+
+    def route(self, sn: Subnet) -> Tables:
+        zones = []
+        for spec in sn.fabric.model.zones:
+            if not isinstance(spec, (FatTree2, FatTree3)):
+                raise RoutingError(f"engine fattree routes fat-tree zones only; zone {spec.name} is a {spec.kind} "
+                                   "(route BiGraphs with their own engine)")
+            zones.append(Zone(sn, spec))
+        lft = empty_lft(sn)
+        owner_zone = self._owner_zone(sn, zones)
+        roles = np.array([ROLE_ORDER[sn.lid_role(l)] if self._is_lid(sn, l) else 9 for l in range(sn.max_lid + 1)])
+        exits = self._zone_exits(sn, zones, owner_zone, roles)
+        for z in zones:
+            self._route_zone(sn, z, lft, owner_zone, roles, exits[z.name])
+        repair_balance(sn, lft, roles)
+        return Tables(sn, lft, self.name)
+
+    @staticmethod
+    def _is_lid(sn: Subnet, lid: int) -> bool:
+        return sn.lid_switch[lid] >= 0 or sn.lid_port[lid] >= 0
+
+    @staticmethod
+    def _owner_zone(sn: Subnet, zones: list[Zone]) -> np.ndarray:
+        """Zone index owning each LID (-1 for unused LIDs)."""
+        zi = {z.name: k for k, z in enumerate(zones)}
+        owner = np.full(sn.max_lid + 1, -1, np.int64)
+        sw_zone = np.array([zi[sn.switch(i).zone] for i in range(sn.n)])
+        has_sw = sn.lid_switch >= 0
+        owner[has_sw] = sw_zone[sn.lid_switch[has_sw]]
+        has_ca = sn.ca_switch >= 0
+        owner[has_ca] = sw_zone[sn.ca_switch[has_ca]]
+        return owner
+
+    def _zone_exits(self, sn: Subnet, zones: list[Zone], owner: np.ndarray, roles: np.ndarray) -> dict:
+        """For each zone: {remote LID: (border leaf, port)} spreading remote LIDs over inter-zone links."""
+        c = sn.fabric.cables
+        zi = {z.name: k for k, z in enumerate(zones)}
+        local = {int(g): i for i, g in enumerate(sn.switches)}
+        links: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+        graph = nx.Graph()
+        graph.add_nodes_from(range(len(zones)))
+        iz = np.flatnonzero((c.kind == CABLE_KINDS.index("inter-zone")) & (c.plane == sn.plane))
+        for i in iz:
+            a, b = local[int(c.a_dev[i])], local[int(c.b_dev[i])]
+            za, zb = zi[sn.switch(a).zone], zi[sn.switch(b).zone]
+            links[(za, zb)].append((a, int(c.a_port[i])))
+            links[(zb, za)].append((b, int(c.b_port[i])))
+            graph.add_edge(za, zb)
+        exits = {}
+        lids = np.flatnonzero(owner >= 0)
+        for k, z in enumerate(zones):
+            paths = nx.single_source_shortest_path(graph, k)
+            remote = {}
+            by_next: dict[int, list[int]] = defaultdict(list)
+            for lid in lids:
+                o = int(owner[lid])
+                if o != k and o in paths:
+                    by_next[paths[o][1]].append(int(lid))
+            for nxt, members in sorted(by_next.items()):
+                out = links[(k, nxt)]
+                members.sort(key=lambda l: (roles[l], l))
+                for j, lid in enumerate(members):
+                    remote[lid] = out[j % len(out)]
+            exits[z.name] = remote
+        return exits
+
+    def _route_zone(self, sn: Subnet, z: Zone, lft: np.ndarray, owner: np.ndarray, roles: np.ndarray, remote: dict) -> None:
+        zi = [zz.name for zz in sn.fabric.model.zones].index(z.name)
+        edge_of = np.full(sn.n, -1, np.int64)
+        edge_of[z.leaves] = np.arange(len(z.leaves))
+        # destinations attached to a leaf of this zone: (lid, leaf row, port)
+        att_lid, att_leaf, att_port = [], [], []
+        for lid in np.flatnonzero(owner == zi):
+            lid = int(lid)
+            s = int(sn.lid_switch[lid])
+            if s >= 0:
+                if edge_of[s] >= 0:
+                    att_lid.append(lid), att_leaf.append(s), att_port.append(0)
+            else:
+                att_lid.append(lid), att_leaf.append(int(sn.ca_switch[lid])), att_port.append(int(sn.ca_switch_port[lid]))
+        for lid, (leaf, port) in remote.items():
+            att_lid.append(lid), att_leaf.append(leaf), att_port.append(port)
+        att_lid, att_leaf, att_port = (np.array(x, dtype=np.int64) for x in (att_lid, att_leaf, att_port))
+        att_edge = edge_of[att_leaf]
+        pod = z.leaf_pod(att_edge)
+        role = roles[att_lid]
+        order = np.lexsort((att_lid, att_edge, role))
+        u = spread(order, z.U, role, att_edge)
+        pos, k = u % z.S, u // z.S
+        in_pod = att_edge % z.L
+
+        # leaves: up-port u(d), or down to the destination on this leaf
+        lft[np.ix_(z.leaves, att_lid)] = (z.down + 1 + u)[None, :]
+        lft[att_leaf, att_lid] = att_port
+        # spines: down to the destination's leaf (own pod), else up to the core chosen by v(d)
+        v = spread(order, z.spec.spine_up, role, pod, pos) if z.three else np.zeros(len(att_lid), np.int64)
+        for p in range(z.spec.pods if z.three else 1):
+            for s in range(z.S):
+                row = z.spine(p, s)
+                mine = pod == p
+                lft[row, att_lid[mine]] = 1 + in_pod[mine] * z.links + k[mine]
+                if z.three:
+                    lft[row, att_lid[~mine]] = z.spine_down + 1 + v[~mine]
+        if z.three:
+            lft[np.ix_(z.cores, att_lid)] = (1 + pod * z.clinks + v // z.G)[None, :]
+        self._route_switch_lids(sn, z, lft, self._turn_leaf(z, remote))
+
+    @staticmethod
+    def _turn_leaf(z: Zone, remote: dict) -> int:
+        """The zone's single border leaf if it has one, else its first leaf."""
+        border = sorted({leaf for leaf, _ in remote.values()})
+        return border[0] if len(border) == 1 else int(z.leaves[0])
+
+    def _route_switch_lids(self, sn: Subnet, z: Zone, lft: np.ndarray, turn_leaf: int) -> None:
+        """Spine and core LIDs of this zone, from every switch of the zone (see module doc).
+
+        A switch that is not below the target goes towards the zone's turn leaf T and up from
+        there; T is the only leaf where a packet turns from down to up, which keeps the
+        channel-dependency graph acyclic (cross-zone traffic also turns only at T when the
+        zone has one border leaf).
+        """
+        pods = z.spec.pods if z.three else 1
+        leaf_pos = np.arange(len(z.leaves))
+        t_edge = int(np.flatnonzero(z.leaves == turn_leaf)[0])
+        t_pod, t_in_pod = (t_edge // z.L, t_edge % z.L) if z.three else (0, t_edge)
+        to_t = 1 + t_in_pod * z.links  # spine port down to T
+        up0 = z.spine_down + 1 if z.three else None  # a spine's first up-port
+
+        def spines_towards(row_is_target, up_port_same_pos, target_pos):
+            for p2 in range(pods):
+                for s2 in range(z.S):
+                    row = z.spine(p2, s2)
+                    if row_is_target(p2, s2):
+                        yield row, 0
+                    elif s2 == target_pos:
+                        yield row, up_port_same_pos(p2, s2)
+                    elif p2 == t_pod:
+                        yield row, to_t
+                    else:  # any core of its group leads back down into T's pod
+                        yield row, up0 + (p2 + s2 + target_pos) % z.spec.spine_up
+
+        for p in range(pods):
+            for s in range(z.S):
+                lid = int(sn.switch_lid[z.spine(p, s)])
+                lft[z.leaves, lid] = z.down + 1 + (leaf_pos % z.links) * z.S + s
+                for row, port in spines_towards(lambda p2, s2: (p2, s2) == (p, s),
+                                                lambda p2, s2: up0 + p % z.spec.spine_up, s):
+                    lft[row, lid] = port
+                for c, row in enumerate(z.cores):
+                    lft[row, lid] = 1 + (p if c // z.G == s else t_pod) * z.clinks
+        for c, row in enumerate(z.cores):
+            lid = int(sn.switch_lid[row])
+            g = c // z.G
+            lft[z.leaves, lid] = z.down + 1 + (leaf_pos % z.links) * z.S + g
+            for srow, port in spines_towards(lambda p2, s2: False, lambda p2, s2: up0 + c - g * z.G, g):
+                lft[srow, lid] = port
+            for c2, row2 in enumerate(z.cores):
+                lft[row2, lid] = 0 if c2 == c else 1 + t_pod * z.clinks
