@@ -18,7 +18,7 @@ from loom.model import Model, ModelError, load_model
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
 err = Console(stderr=True, soft_wrap=True)
-out = Console()
+out = Console(soft_wrap=True)
 
 MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
 
@@ -97,6 +97,106 @@ def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--ou
 
     _write(out_file, fabric_json(_fabric(model)))
     out.print(f"wrote {out_file}", highlight=False)
+
+
+def _route(model: Path, engine: str):
+    from loom.routing import RoutingError, route
+
+    fabric = _fabric(model)
+    if fabric.technology != "infiniband":
+        err.print(f"[red]error:[/red] {model}: routing tables are generated for InfiniBand fabrics; "
+                  f"{fabric.name} is {fabric.technology} (RoCE planes get their own engine)", highlight=False)
+        raise typer.Exit(1)
+    try:
+        return fabric, route(fabric, engine)
+    except RoutingError as exc:
+        err.print(f"[red]error:[/red] {model}: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+ENGINE_OPT = typer.Option("fattree", "--engine", help="routing engine")
+
+
+@app.command("route")
+def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
+              engine: str = ENGINE_OPT) -> None:
+    """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid and DIR/summary.json."""
+    import hashlib
+
+    from loom.render.opensm import guid2lid, lfts_dump
+
+    fabric, tables = _route(model, engine)
+    summary = {"fabric": fabric.name, "model": str(model), "engine": engine, "planes": []}
+    for t in tables:
+        d = out_dir if fabric.planes == 1 else out_dir / f"plane{t.subnet.plane}"
+        dump = lfts_dump(t)
+        _write(d / "lfts.dump", dump)
+        _write(d / "guid2lid", guid2lid(t))
+        summary["planes"].append({
+            "plane": t.subnet.plane, "dir": str(d), "switches": t.subnet.n, "max_lid": t.subnet.max_lid,
+            "ca_ports": len(t.subnet.ca_lids), "lft_entries": int((t.lft != 255).sum()),
+            "lfts_sha256": hashlib.sha256(dump.encode()).hexdigest(),
+        })
+    _write(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    out.print(f"routed {fabric.name} with {engine}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
+              f"on {sum(p['switches'] for p in summary['planes'])} switches → {out_dir}", highlight=False)
+
+
+@app.command()
+def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
+          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, help="random bisections for eBB")) -> None:
+    """Route and check: reachability, deadlock freedom, balance against the lower bound, eBB.
+
+    Exit 0 only when every plane is reachable, deadlock-free and within the balance bound."""
+    from loom.checks import check_tables
+
+    fabric, tables = _route(model, engine)
+    planes = [check_tables(t, ebb_samples) for t in tables]
+    ok = all(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] for p in planes)
+    report = {"fabric": fabric.name, "ok": ok, **planes[0]} if len(planes) == 1 else {"fabric": fabric.name, "ok": ok, "planes": planes}
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2, default=_np_default) + "\n")
+    else:
+        for p in planes:
+            _print_check(fabric.name, p)
+    raise typer.Exit(0 if ok else 1)
+
+
+def _np_default(o):
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(type(o))
+
+
+def _print_check(name: str, p: dict) -> None:
+    def verdict(ok: bool) -> str:
+        return "[green]yes[/green]" if ok else "[red]NO[/red]"
+
+    b, r = p["balance"], p["reachability"]
+    out.print(f"[bold]{name}[/bold] plane {p['plane']} ({p['engine']})")
+    out.print(f"  reachable:      {verdict(p['reachable'])}  {r['ca_pairs']} CA-to-CA pairs, {r['unreachable_pairs']} unreachable, "
+              f"{r['loop_pairs']} looping, max {r['max_hops']} hops, {r['nonminimal_pairs']} non-minimal in-zone")
+    for e in r["examples"]:
+        out.print(f"    {e}", highlight=False)
+    out.print(f"  deadlock-free:  {verdict(p['deadlock_free'])}  {p['deadlock']['channels']} channels, "
+              f"{p['deadlock']['dependencies']} dependencies (CA-to-CA only: "
+              f"{'free' if p['deadlock']['ca_to_ca_deadlock_free'] else 'LOOP'})")
+    if p["cycle"]:
+        out.print("  credit loop:")
+        for hop in p["cycle"]:
+            out.print(f"    {hop}", highlight=False)
+    out.print(f"  balance:        {verdict(b['within_bound'])}  max {b['max_dest_per_up_port']} destinations per leaf up-port, "
+              f"lower bound {b['lower_bound']}, min {b['min_dest_per_up_port']}")
+    for role, f in b["per_role"].items():
+        out.print(f"    {role:<11} max {f['max_dest_per_up_port']} / bound {f['lower_bound']}")
+    if b["spine_up"]:
+        out.print(f"    spine up    max {b['spine_up']['max_dest_per_up_port']} / bound {b['spine_up']['lower_bound']}")
+    if b["inter_zone"]:
+        iz = b["inter_zone"]
+        out.print(f"    inter-zone  max {iz['max_dest_per_link']} / bound {iz['lower_bound']} over {iz['links']} link directions")
+    out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items()))
 
 
 if __name__ == "__main__":

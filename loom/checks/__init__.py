@@ -29,7 +29,8 @@ def check_tables(tables: Tables, ebb_samples: int = 200) -> dict:
         "ebb": round(sum(ebb.values()) / len(ebb), 4) if ebb else None,
         "ebb_by_zone": ebb,
         "reachability": reach.as_dict(),
-        "deadlock": {"channels": dead.channels, "dependencies": dead.dependencies},
+        "deadlock": {"channels": dead.channels, "dependencies": dead.dependencies,
+                     "ca_to_ca_deadlock_free": check_deadlock(walk, "ca").deadlock_free if not dead.deadlock_free else True},
     }
 
 

@@ -3,8 +3,11 @@
 Channels are directed switch-to-switch links.  Channel a→b depends on b→c when some packet
 that arrives over a→b is forwarded over b→c (Dally & Seitz): with credit-based flow control a
 cycle of such dependencies can fill every buffer on it and stop the fabric (a credit loop).
-A packet for LID d is forwarded along the LFTs from every switch that a packet for d can be at:
-sources are all CA ports and all switches (switch LIDs send management traffic too).
+Which traffic counts: `sources="all"` (the default of `loom check`) follows packets from every
+CA port and every switch to every LID, since switches send and receive management traffic
+too; `sources="ca"` follows only CA-to-CA paths, which is what ibdmchk analyses.  A routing
+can be credit-loop free for CA traffic and still not for switch traffic; `loom check` reports
+both verdicts.
 With virtual lanes, each VL has its own buffers, so the graph is built per VL from the SL2VL
 maps (`vl_of` maps a hop to its VL; one VL until the QoS stage supplies maps).
 Cycles are found with a linear-time strongly-connected-components pass
@@ -38,15 +41,38 @@ class Deadlock:
         return dict(self.__dict__)
 
 
-def dependencies(walk: Walk) -> tuple[np.ndarray, np.ndarray, int]:
+def _visited(walk: Walk, lids: np.ndarray) -> np.ndarray:
+    """[sw, j] True where a packet from some CA to lids[j] passes through switch sw."""
+    sn = walk.tables.subnet
+    nxt = walk.next_switch[:, lids]
+    seen = np.zeros((sn.n, len(lids)), bool)
+    seen[walk.cas_on_switch > 0, :] = True
+    frontier = seen.copy()
+    cols = np.arange(len(lids))
+    for _ in range(sn.n):
+        r, j = np.nonzero(frontier)
+        step = nxt[r, j]
+        ok = step >= 0
+        new = np.zeros_like(seen)
+        new[step[ok], cols[j[ok]]] = True
+        frontier = new & ~seen
+        if not frontier.any():
+            break
+        seen |= frontier
+    return seen
+
+
+def dependencies(walk: Walk, sources: str = "all") -> tuple[np.ndarray, np.ndarray, int]:
     """(from channel ids, to channel ids, channel count): one entry per distinct dependency."""
     sn, lft = walk.tables.subnet, walk.tables.lft
     ports = sn.max_port + 1
-    lids = walk.valid_lids
+    lids = walk.valid_lids if sources == "all" else sn.ca_lids
     nxt = walk.next_switch[:, lids]
     out_port = lft[:, lids].astype(np.int64)
     rows = np.repeat(np.arange(sn.n)[:, None], len(lids), axis=1)
     hop = nxt >= 0  # switch s forwards d to another switch
+    if sources == "ca":
+        hop &= _visited(walk, lids)
     s, j = rows[hop], np.nonzero(hop)[1]
     t = nxt[hop]
     # the next hop from t for the same LID must also go to a switch
@@ -58,9 +84,9 @@ def dependencies(walk: Walk) -> tuple[np.ndarray, np.ndarray, int]:
     return pairs[:, 0], pairs[:, 1], sn.n * ports
 
 
-def check_deadlock(walk: Walk) -> Deadlock:
+def check_deadlock(walk: Walk, sources: str = "all") -> Deadlock:
     sn = walk.tables.subnet
-    a, b, n = dependencies(walk)
+    a, b, n = dependencies(walk, sources)
     ports = sn.max_port + 1
     graph = csr_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n))
     ncomp, label = connected_components(graph, directed=True, connection="strong")

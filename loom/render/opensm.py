@@ -1,0 +1,60 @@
+"""OpenSM files: the LFT file for `opensm -R file -U`, in exactly the `opensm-lfts.dump` format
+(OpenSM remaps entries by the `portguid` comments, so they must be right), and the `guid2lid`
+cache file that pins every port GUID to the LID Loom routed for."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loom.routing.base import NO_ROUTE, Tables
+
+
+def lfts_dump(t: Tables) -> str:
+    sn = t.subnet
+    f = sn.fabric
+    comment = {}
+    for lid in range(1, sn.max_lid + 1):
+        if sn.lid_switch[lid] >= 0:
+            s = sn.switch(int(sn.lid_switch[lid]))
+            comment[lid] = f"Switch portguid 0x{s.guid:016x}: '{s.name}'"
+        elif sn.lid_port[lid] >= 0:
+            p = f.ports[int(sn.lid_port[lid])]
+            comment[lid] = f"Channel Adapter portguid 0x{p.guid:016x}: '{p.ca}'"
+    out = []
+    for row in range(sn.n):
+        s = sn.switch(row)
+        out.append(f"Unicast lids [0-{sn.max_lid}] of switch Lid {s.lid} guid 0x{s.guid:016x} ('{s.name}'):")
+        entries = t.lft[row]
+        for lid in np.flatnonzero(entries != NO_ROUTE):
+            if lid in comment:
+                out.append(f"0x{lid:04x} {int(entries[lid]):03d} # {comment[int(lid)]}")
+        out.append(f"{sn.max_lid} lids dumped")
+    return "\n".join(out) + "\n"
+
+
+def guid2lid(t: Tables) -> str:
+    """One `0x<guid> 0x<lid> 0x<lid>` line per port, each followed by an empty line (OpenSM ignores
+    the file without them)."""
+    sn = t.subnet
+    lines = []
+    for row in range(sn.n):
+        s = sn.switch(row)
+        lines.append(f"0x{s.guid:016x} 0x{s.lid:04x} 0x{s.lid:04x}\n")
+    for p in sn.fabric.ports:
+        if p.plane == sn.plane:
+            lines.append(f"0x{p.guid:016x} 0x{p.lid:04x} 0x{p.lid:04x}\n")
+    return "\n".join(lines) + "\n"
+
+
+def parse_lfts_dump(text: str) -> dict[int, dict[int, int]]:
+    """`dump_fts` / `opensm-lfts.dump` text → {switch GUID: {LID: port}}."""
+    out: dict[int, dict[int, int]] = {}
+    cur = None
+    for line in text.splitlines():
+        if line.startswith("Unicast lids"):
+            guid = int(line.split(" guid ")[1].split()[0], 16)
+            cur = out.setdefault(guid, {})
+        elif line.startswith("0x") and cur is not None:
+            lid, port = line.split()[:2]
+            cur[int(lid, 16)] = int(port)
+    return out

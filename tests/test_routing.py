@@ -1,0 +1,159 @@
+"""The fattree engine and the checks, on the reference fabrics; every check is shown to catch
+a fault planted for it (tests/faults.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loom.checks import Walk, check_balance, check_deadlock, check_reachability, check_tables
+from loom.cli import app
+from loom.expand import expand
+from loom.model import load_model
+from loom.render.opensm import guid2lid, lfts_dump, parse_lfts_dump
+from loom.routing import route
+
+from .faults import plant_credit_loop, plant_drop, plant_forwarding_loop, plant_imbalance
+
+TOPO = Path(__file__).parent.parent / "topology"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def ff2():
+    return route(expand(load_model(TOPO / "fire-flyer-2.yaml")))[0]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return route(expand(load_model(TOPO / "tiny.yaml")))[0]
+
+
+def test_fire_flyer_check_passes_at_the_lower_bound():
+    result = runner.invoke(app, ["check", str(TOPO / "fire-flyer-2.yaml"), "--json"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.output)
+    assert r["reachable"] and r["deadlock_free"] and r["cycle"] is None
+    b = r["balance"]
+    assert b["max_dest_per_up_port"] == b["lower_bound"]
+    assert b["per_role"]["storage"]["max_dest_per_up_port"] == b["per_role"]["storage"]["lower_bound"]
+    assert b["inter_zone"]["max_dest_per_link"] == b["inter_zone"]["lower_bound"]
+    assert r["ebb"] > 0.78  # OpenSM's engines reach 0.74-0.81 here (REFERENCE.md)
+
+
+@pytest.mark.parametrize("name", ["tiny", "fat-tree-3"])
+def test_other_ib_fabrics_check_clean(name):
+    result = runner.invoke(app, ["check", str(TOPO / f"{name}.yaml"), "--json", "--ebb-samples", "20"])
+    assert result.exit_code == 0, result.output
+
+
+def test_dual_homed_storage_reached_in_each_zone(ff2):
+    sn = ff2.subnet
+    walk = Walk(ff2)
+    end, hops, _ = walk.outcome
+    f = sn.fabric
+    for node in [n for n in f.nodes if n.role == "storage"][:10]:
+        for p in [p for p in f.ports if p.node == node.index]:
+            leaf = int(sn.ca_switch[p.lid])
+            assert sn.switch(leaf).zone == p.zone
+            # from every leaf of the port's own zone: delivered within the zone (≤ 2 hops)
+            rows = [i for i in range(sn.n) if sn.switch(i).zone == p.zone and sn.switch(i).role == "leaf"]
+            assert (end[rows, p.lid] == -1).all() and hops[rows, p.lid].max() <= 2
+
+
+def test_cross_zone_traffic_uses_only_inter_zone_links(ff2):
+    sn = ff2.subnet
+    lft = ff2.lft
+    for row in range(sn.n):
+        for lid in sn.ca_lids[:200]:
+            port = int(lft[row, lid])
+            if sn.peer_kind[row, port] == 1:
+                peer = int(sn.peer_dev[row, port])
+                if sn.switch(peer).zone != sn.switch(row).zone:
+                    assert sn.switch(row).role == "leaf" and sn.switch(row).position == 39
+
+
+def test_planted_credit_loop_is_found_with_the_cycle(tiny):
+    bad, changes = plant_credit_loop(tiny, "z0")
+    walk = Walk(bad)
+    assert check_reachability(walk).reachable  # still delivers everything: only a credit loop
+    d = check_deadlock(walk)
+    assert not d.deadlock_free
+    assert d.cycle and all("->" in hop for hop in d.cycle)
+    assert not check_deadlock(walk, "ca").deadlock_free  # a CA-traffic loop, ibdmchk's scope
+    assert check_deadlock(Walk(tiny)).deadlock_free
+
+
+def test_planted_credit_loop_on_fire_flyer(ff2):
+    bad, _ = plant_credit_loop(ff2, "z1")
+    d = check_deadlock(Walk(bad))
+    assert not d.deadlock_free and any("z1-spine" in hop for hop in d.cycle)
+
+
+def test_inter_zone_links_on_several_leaves_close_a_credit_loop(tmp_path):
+    text = (TOPO / "fire-flyer-2.yaml").read_text()
+    spread = text.replace("a: {zone: z0, leaves: [39, 39, 39, 39]}", "a: {zone: z0, leaves: [36, 37, 38, 39]}") \
+                 .replace("b: {zone: z1, leaves: [39, 39, 39, 39]}", "b: {zone: z1, leaves: [36, 37, 38, 39]}")
+    assert spread != text
+    (tmp_path / "spread.yaml").write_text(spread)
+    t = route(expand(load_model(tmp_path / "spread.yaml")))[0]
+    d = check_deadlock(Walk(t))
+    assert not d.deadlock_free
+    assert any("z0-leaf3" in h and "z1-leaf3" in h for h in d.cycle)  # the cycle crosses the zones
+
+
+def test_dropped_entry_is_unreachable(tiny):
+    bad, lid = plant_drop(tiny, "z0")
+    r = check_reachability(Walk(bad))
+    assert not r.reachable and r.unreachable_pairs > 0
+    assert any("dropped at z0-spine0" in e for e in r.examples)
+
+
+def test_forwarding_loop_is_found(tiny):
+    bad, lid = plant_forwarding_loop(tiny, "z0")
+    r = check_reachability(Walk(bad))
+    assert not r.reachable and r.loop_pairs > 0
+    assert any("loops" in e for e in r.examples)
+
+
+def test_imbalance_is_found(ff2):
+    assert check_balance(Walk(ff2)).within_bound
+    bad = plant_imbalance(ff2, "z0", moves=6)
+    b = check_balance(Walk(bad))
+    assert not b.within_bound and b.max_dest_per_up_port > b.lower_bound
+
+
+def test_check_json_contract(tiny):
+    r = check_tables(tiny, ebb_samples=10)
+    for key in ("reachable", "deadlock_free", "cycle", "balance", "ebb"):
+        assert key in r
+    for key in ("max_dest_per_up_port", "lower_bound", "per_role"):
+        assert key in r["balance"]
+
+
+def test_check_exits_1_on_unroutable_fabric():
+    result = runner.invoke(app, ["check", str(TOPO / "eflops-bigraph.yaml")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_route_writes_files(tmp_path, tiny):
+    result = runner.invoke(app, ["route", str(TOPO / "tiny.yaml"), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "lfts.dump").read_text() == lfts_dump(tiny)
+    assert (tmp_path / "guid2lid").read_text() == guid2lid(tiny)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["planes"][0]["switches"] == 12
+    parsed = parse_lfts_dump(lfts_dump(tiny))
+    sn = tiny.subnet
+    for row in range(sn.n):
+        s = sn.switch(row)
+        assert parsed[s.guid][s.lid] == 0
+
+
+def test_routing_is_deterministic():
+    a = lfts_dump(route(expand(load_model(TOPO / "fire-flyer-2.yaml")))[0])
+    b = lfts_dump(route(expand(load_model(TOPO / "fire-flyer-2.yaml")))[0])
+    assert a == b
