@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils
 
-.PHONY: setup apt-deps run test test-fast bench validate show route check clean
+.PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing validate show check clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -29,10 +29,14 @@ apt-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# The main job: validate and summarise every reference fabric, then route and check $(FABRIC).
+# The main job: validate every reference fabric, summarise, route and check $(FABRIC), then
+# push the tables to OpenSM on the simulated fabric and verify them by reading them back.
 run: setup
 	@for m in topology/*.yaml; do $(BIN)/loom validate $$m || exit 1; done
 	$(BIN)/loom show $(MODEL)
+	$(BIN)/loom check $(MODEL)
+	$(BIN)/loom route $(MODEL) --out $(OUT)
+	$(BIN)/loom sim verify $(MODEL) --workdir $(OUT)/sim
 
 test: setup
 	$(BIN)/pytest -q
@@ -40,10 +44,15 @@ test: setup
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"
 
-bench: setup
+bench: bench-expand bench-routing
+
+bench-expand: setup
 	$(BIN)/python bench/expand.py
 
-validate show: setup
+bench-routing: setup
+	$(BIN)/python bench/routing.py
+
+validate show check: setup
 	$(BIN)/loom $@ $(MODEL)
 
 clean:

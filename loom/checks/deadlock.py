@@ -80,8 +80,9 @@ def dependencies(walk: Walk, sources: str = "all") -> tuple[np.ndarray, np.ndarr
     keep = t_next >= 0
     a = s[keep] * ports + out_port[hop][keep]
     b = t[keep] * ports + lft[t[keep], lids[j[keep]]].astype(np.int64)
-    pairs = np.unique(np.stack([a, b], axis=1), axis=0) if len(a) else np.zeros((0, 2), np.int64)
-    return pairs[:, 0], pairs[:, 1], sn.n * ports
+    n = sn.n * ports
+    pairs = np.unique(a * n + b)  # one key per dependency: dedupe in 1-D
+    return pairs // n, pairs % n, n
 
 
 def check_deadlock(walk: Walk, sources: str = "all") -> Deadlock:

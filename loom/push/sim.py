@@ -143,10 +143,12 @@ class SimFabric:
         return self.run(["dump_fts"]).stdout
 
 
-def ibdmchk(run_dir: Path) -> tuple[bool, str, float]:
+def ibdmchk(run_dir: Path) -> tuple[bool | None, str, float]:
     """Run ibdmchk on an OpenSM run's dumps → (credit-loop free?, report text, seconds).
 
     ibdmchk segfaults after printing its report (rc 139), so the verdict is read from stdout.
+    When the routing leaves CA pairs without a path, ibdmchk stops before the credit-loop
+    analysis: the verdict is then None.
     """
     mc = run_dir / "opensm.mcfdbs"
     if not mc.exists():
@@ -160,4 +162,6 @@ def ibdmchk(run_dir: Path) -> tuple[bool, str, float]:
         return True, out, seconds
     if "credit loops in routing" in out.lower() or "-E- credit loop" in out:
         return False, out, seconds
+    if "Fail to find a path" in out:
+        return None, out, seconds
     raise SimError(f"ibdmchk gave no credit-loop verdict (rc {res.returncode}) in {run_dir}")

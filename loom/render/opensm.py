@@ -58,3 +58,15 @@ def parse_lfts_dump(text: str) -> dict[int, dict[int, int]]:
             lid, port = line.split()[:2]
             cur[int(lid, 16)] = int(port)
     return out
+
+
+def tables_from_dump(subnet, text: str, engine: str) -> Tables:
+    """LFTs read from an OpenSM dump (or `dump_fts`) as `Tables` over Loom's subnet view, so
+    Loom's checks can measure any engine's routing (LIDs must be the ones Loom pinned)."""
+    parsed = parse_lfts_dump(text)
+    lft = np.full((subnet.n, subnet.max_lid + 1), NO_ROUTE, dtype=np.uint8)
+    for row in range(subnet.n):
+        for lid, port in parsed.get(subnet.switch(row).guid, {}).items():
+            if lid <= subnet.max_lid:
+                lft[row, lid] = port
+    return Tables(subnet, lft, engine)

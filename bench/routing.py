@@ -1,0 +1,119 @@
+"""Routing benchmark: Loom against OpenSM's engines and ibdmchk, side by side, in one run.
+
+For each fabric (one Fire-Flyer zone, the two-zone Fire-Flyer fabric, a larger three-layer
+tree) it times Loom's route and full check (reachability, CDG deadlock, balance, eBB over 200
+bisections), then brings the fabric up in ibsim and times OpenSM one-shot runs with the
+ftree, updn and dfsssp engines (wall clock of `opensm -o`, which includes the subnet sweep; the
+`file` engine loading Loom's own tables is shown as the sweep-only baseline) and ibdmchk on the
+ftree dumps.  Balance figures for every engine are measured by Loom's checks on OpenSM's own
+LFT dumps (LIDs pinned to the same values), so the columns compare like with like.
+
+Run: `make bench-routing` or `.venv/bin/python bench/routing.py [MODEL ...]`.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from loom.checks import (Walk, check_balance, check_deadlock, check_reachability, check_tables,  # noqa: E402
+                         effective_bisection_bandwidth)
+from loom.expand import expand  # noqa: E402
+from loom.model import load_model  # noqa: E402
+from loom.push.sim import SimFabric, ibdmchk, tools_missing  # noqa: E402
+from loom.render.opensm import guid2lid, lfts_dump, tables_from_dump  # noqa: E402
+from loom.routing import route  # noqa: E402
+
+MODELS = [ROOT / "bench/models/ff2-one-zone.yaml", ROOT / "topology/fire-flyer-2.yaml", ROOT / "bench/models/ft3-large.yaml"]
+ENGINES = ("ftree", "updn", "dfsssp")
+
+
+def figures(t) -> dict:
+    walk = Walk(t)
+    b = check_balance(walk)
+    ebb = effective_bisection_bandwidth(walk, 200)
+    storage = b.per_role.get("storage", {})
+    return {
+        "max": b.max_dest_per_up_port, "lb": b.lower_bound,
+        "storage": f"{storage.get('max_dest_per_up_port', '-')}/{storage.get('lower_bound', '-')}",
+        "iz": f"{b.inter_zone['max_dest_per_link']}/{b.inter_zone['lower_bound']}" if b.inter_zone else "-",
+        "ebb": sum(ebb.values()) / len(ebb),
+        "deadlock_free": check_deadlock(walk, "ca").deadlock_free,
+        "unreachable": check_reachability(walk).unreachable_pairs,
+    }
+
+
+def bench(model: Path, console: Console) -> tuple[dict, list[dict]]:
+    fabric = expand(load_model(model))
+    t0 = time.perf_counter()
+    tables = route(fabric)[0]
+    t1 = time.perf_counter()
+    check_tables(tables, ebb_samples=200)
+    t2 = time.perf_counter()
+    times = {"fabric": fabric.name, "switches": tables.subnet.n, "cas": len(tables.subnet.ca_lids),
+             "loom_route": t1 - t0, "loom_check": t2 - t1}
+    balance = [{"fabric": fabric.name, "engine": "loom fattree", "used": "fattree", **figures(tables)}]
+    top = max(s.role == "core" for s in fabric.switches) and "core" or "spine"
+    roots = "".join(f"0x{s.guid:016x}\n" for s in fabric.switches if s.role == top)
+    with tempfile.TemporaryDirectory(prefix="loom-bench-") as tmp, SimFabric(fabric, Path(tmp)) as sim:
+        (Path(tmp) / "roots").write_text(roots)
+        g2l = guid2lid(tables)
+        run = sim.opensm_once("file", "file", lfts_dump(tables), g2l)
+        times["opensm_file"] = run.seconds
+        for eng in ENGINES:
+            console.print(f"  {fabric.name}: opensm -R {eng} ...", highlight=False)
+            extra = ["-a", str(Path(tmp) / "roots")] if eng == "updn" else []
+            run = sim.opensm_once(eng, eng, None, g2l, extra)
+            times[f"opensm_{eng}"] = run.seconds
+            t = tables_from_dump(tables.subnet, run.dump("opensm-lfts.dump"), eng)
+            balance.append({"fabric": fabric.name, "engine": f"opensm {eng}", "used": run.engine_used, **figures(t)})
+            if eng == "ftree":
+                free, _, seconds = ibdmchk(run.dir)
+                times["ibdmchk"] = seconds
+                times["ibdmchk_verdict"] = {True: "no loops", False: "LOOPS", None: "paths missing"}[free]
+    return times, balance
+
+
+def main(models: list[str]) -> int:
+    console = Console(width=160)
+    if tools_missing():
+        console.print(f"missing: {tools_missing()} — run `make setup`")
+        return 1
+    paths = [Path(m) for m in models] or MODELS
+    rows, bal = [], []
+    for m in paths:
+        console.print(f"benchmarking {m.name} ...", highlight=False)
+        t, b = bench(m, console)
+        rows.append(t)
+        bal += b
+    t = Table(title="Routing time (seconds, 2 cores; OpenSM columns are `opensm -o` wall clock incl. the sweep)")
+    for col in ("fabric", "switches", "CA ports", "loom route", "loom check", "loom total", "opensm file (sweep)",
+                "opensm ftree", "opensm updn", "opensm dfsssp", "ibdmchk (ftree)", "ibdmchk verdict", "ftree+ibdmchk / loom"):
+        t.add_column(col, justify="left" if col == "fabric" else "right")
+    for r in rows:
+        loom = r["loom_route"] + r["loom_check"]
+        t.add_row(r["fabric"], str(r["switches"]), str(r["cas"]), f"{r['loom_route']:.2f}", f"{r['loom_check']:.2f}",
+                  f"{loom:.2f}", f"{r['opensm_file']:.2f}", f"{r['opensm_ftree']:.2f}", f"{r['opensm_updn']:.2f}",
+                  f"{r['opensm_dfsssp']:.2f}", f"{r['ibdmchk']:.2f}", r["ibdmchk_verdict"], f"{(r['opensm_ftree'] + r['ibdmchk']) / loom:.1f}×")
+    console.print(t)
+    b = Table(title="Balance, measured by Loom on each engine's LFTs (destinations per leaf up-port: max / lower bound)")
+    for col in ("fabric", "engine", "engine used", "max dest/up-port", "lower bound", "storage max/bound",
+                "inter-zone max/bound", "eBB (200 bisections)", "CA credit-loop free", "unreachable CA pairs"):
+        b.add_column(col)
+    for r in bal:
+        b.add_row(r["fabric"], r["engine"], r["used"], str(r["max"]), str(r["lb"]), r["storage"], r["iz"],
+                  f"{r['ebb']:.3f}", "yes" if r["deadlock_free"] else "NO", str(r["unreachable"]))
+    console.print(b)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
