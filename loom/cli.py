@@ -13,8 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from loom.expand import Fabric, expand
-from loom.model import Model, ModelError, load_model
+from loom.expand import Fabric, load_fabric
+from loom.model import ModelError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
 err = Console(stderr=True, soft_wrap=True)
@@ -23,18 +23,18 @@ out = Console(soft_wrap=True)
 MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
 
 
-def _load(path: Path) -> Model:
+def _fabric(path: Path) -> Fabric:
     try:
-        return load_model(path)
+        return load_fabric(path)
     except ModelError as exc:
-        err.print(f"[red]error:[/red] {path} is not a valid model", highlight=False)
-        for p in exc.problems:
-            err.print(p.render(str(path)), highlight=False, markup=False)
+        _print_model_error(path, exc)
         raise typer.Exit(1) from None
 
 
-def _fabric(path: Path) -> Fabric:
-    return expand(_load(path))
+def _print_model_error(path: Path, exc: ModelError) -> None:
+    err.print(f"[red]error:[/red] {path} is not a valid model", highlight=False)
+    for p in exc.problems:
+        err.print(p.render(str(path)), highlight=False, markup=False)
 
 
 def _write(path: Path, data: str) -> None:
@@ -50,8 +50,7 @@ def _write(path: Path, data: str) -> None:
 @app.command()
 def validate(model: Path = MODEL_ARG) -> None:
     """Check a model: schema, references, port budgets, speeds. Exit 0 if valid, 1 if not."""
-    m = _load(model)
-    expand(m)
+    m = _fabric(model).model
     out.print(f"{model}: valid ({m.name}, {m.technology})", highlight=False)
 
 

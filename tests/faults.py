@@ -44,13 +44,11 @@ def plant_credit_loop(t: Tables, zone: str) -> tuple[Tables, dict]:
 
 
 def plant_drop(t: Tables, zone: str) -> tuple[Tables, int]:
-    """A spine forgets one CA: its entry points at an unconnected port."""
+    """A leaf forgets one CA: its entry has no route (255)."""
     sn = t.subnet
-    s0 = zone_rows(sn, zone, "spine")[0]
-    l1 = zone_rows(sn, zone, "leaf")[1]
+    l0, l1 = zone_rows(sn, zone, "leaf")[:2]
     d = ca_on(sn, l1)
-    unused = int(np.flatnonzero(sn.peer_kind[s0] == 0)[-1]) if (sn.peer_kind[s0] == 0).any() else 255
-    return t.with_entries({(s0, d): unused}), d
+    return t.with_entries({(l0, d): 255}), d
 
 
 def plant_forwarding_loop(t: Tables, zone: str) -> tuple[Tables, int]:

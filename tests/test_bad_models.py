@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from loom.cli import app
-from loom.model import ModelError, load_model
+from loom.expand import load_fabric
+from loom.model import ModelError
 
 CORPUS = sorted((Path(__file__).parent / "bad_models").glob("*.yaml"))
 
@@ -28,7 +29,7 @@ def test_corpus_is_large_enough():
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_bad_model_refused_with_clear_message(path: Path):
     with pytest.raises(ModelError) as info:
-        load_model(path)
+        load_fabric(path)
     text = str(info.value)
     assert expectation(path) in text
     assert str(path) in text
@@ -42,5 +43,5 @@ def test_bad_model_refused_with_clear_message(path: Path):
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_bad_model_points_at_a_line(path: Path):
     with pytest.raises(ModelError) as info:
-        load_model(path)
+        load_fabric(path)
     assert all(p.line for p in info.value.problems), [p.render(str(path)) for p in info.value.problems]

@@ -147,3 +147,29 @@ def test_fabric_json_is_canonical():
     doc = json.loads(fabric_json(f))
     assert len(doc["cables"]) == len(f.cables)
     assert doc["cable_columns"][0] == "a_kind" and SWITCH == 0
+
+
+def move_storage_node(tmp_path, name: str, leaves: list[int]) -> Path:
+    """fire-flyer-2 with one storage node pinned to other leaves (one per HCA)."""
+    text = (TOPO / "fire-flyer-2.yaml").read_text()
+    old = 'homing: dual, name_pattern: "st{index:03d}"}'
+    assert old in text
+    path = tmp_path / "moved.yaml"
+    path.write_text(text.replace(old, old[:-1] + f", pinned: {{{name}: {leaves}}}}}"))
+    return path
+
+
+def host_cable_ends(f) -> dict[str, tuple[str, int]]:
+    c = f.cables
+    out = {}
+    for i in np.flatnonzero(c.kind == CABLE_KINDS.index("host")):
+        out[f.ports[int(c.a_dev[i])].ca] = (f.switches[int(c.b_dev[i])].name, int(c.b_port[i]))
+    return out
+
+
+def test_pinning_one_node_moves_exactly_its_cables(tmp_path):
+    before = host_cable_ends(expand(load_model(TOPO / "fire-flyer-2.yaml")))
+    after = host_cable_ends(expand(load_model(move_storage_node(tmp_path, "st000", [36, 36]))))
+    moved = {ca for ca in before if before[ca] != after[ca]}
+    assert moved == {"st000-mlx5_0", "st000-mlx5_1"}
+    assert after["st000-mlx5_0"] == ("z0-leaf36", 20) and after["st000-mlx5_1"] == ("z1-leaf36", 20)

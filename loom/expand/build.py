@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from loom.model.errors import ModelError, Problem
 from loom.model.rules import node_name
 from loom.model.schema import SPEEDS_GBPS, Model
 
@@ -32,7 +33,7 @@ class Draft:
     model: Model
     switches: list[dict] = field(default_factory=list)
     edge: dict[tuple[int, str], list[int]] = field(default_factory=dict)  # (plane, zone) → switch indices
-    used: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)  # down-ports used per edge switch
+    used: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)  # [edge switch, down-port] occupied
     pointer: dict[tuple[int, str], int] = field(default_factory=dict)  # round-robin position
     cables: list[tuple] = field(default_factory=list)
     nodes: list[dict] = field(default_factory=list)
@@ -51,16 +52,26 @@ class Draft:
         Contiguous: the first switch with a free port.
         """
         key = (plane, zone)
-        used, down = self.used[key], self.zone(zone).edge_down
-        free = np.flatnonzero(used < down)
+        occupied = self.used[key]
+        free = np.flatnonzero(~occupied.all(axis=1))
         if contiguous:
             k = int(free[0])
         else:
             order = np.concatenate([free[free >= self.pointer[key]], free[free < self.pointer[key]]])
             k = next((int(c) for c in order if c not in avoid), int(order[0]))
-            self.pointer[key] = (k + 1) % len(used)
-        used[k] += 1
-        return self.edge[key][k], int(used[k])
+            self.pointer[key] = (k + 1) % len(occupied)
+        return self.take_on(plane, zone, k)
+
+    def take_on(self, plane: int, zone: str, leaf: int, loc: tuple = ()) -> tuple[int, int]:
+        """The lowest free node-facing port of edge switch `leaf` → (switch index, port number)."""
+        occupied = self.used[(plane, zone)][leaf]
+        free = np.flatnonzero(~occupied)
+        if len(free) == 0:
+            name = self.switches[self.edge[(plane, zone)][leaf]]["name"]
+            raise ModelError("", [Problem("", f"leaf {name} has no free node-facing port left",
+                                          "pin fewer nodes or inter-zone links to it, or free a port", loc=loc)])
+        occupied[free[0]] = True
+        return self.edge[(plane, zone)][leaf], int(free[0]) + 1
 
 
 def _switch_name(model: Model, pattern: str, **fields) -> str:
@@ -86,7 +97,7 @@ def step_switches(d: Draft) -> None:
             for c in local.cables:
                 d.cables.append((SWITCH, base + c.a, c.a_port, SWITCH, base + c.b, c.b_port, CABLE_KINDS.index(c.kind), plane, speed))
             d.edge[(plane, z.name)] = [base + i for i in local.edge]
-            d.used[(plane, z.name)] = np.zeros(len(local.edge), dtype=np.int64)
+            d.used[(plane, z.name)] = np.zeros((len(local.edge), z.edge_down), dtype=bool)
             d.pointer[(plane, z.name)] = 0
 
 
@@ -100,16 +111,11 @@ def step_inter_zone(d: Draft) -> None:
                 leaves = e.leaves if e.leaves is not None else [n - 1 - (i % n) for i in range(link.count)]
                 ends.append(leaves)
             for la, lb in zip(*ends):
-                pa = _take_on(d, plane, link.a.zone, la)
-                pb = _take_on(d, plane, link.b.zone, lb)
+                loc = ("inter_zone_links", m.inter_zone_links.index(link))
+                pa = d.take_on(plane, link.a.zone, la, loc)
+                pb = d.take_on(plane, link.b.zone, lb, loc)
                 speed = d.switches[pa[0]]["speed_gbps"]
                 d.cables.append((SWITCH, pa[0], pa[1], SWITCH, pb[0], pb[1], CABLE_KINDS.index("inter-zone"), plane, speed))
-
-
-def _take_on(d: Draft, plane: int, zone: str, leaf: int) -> tuple[int, int]:
-    used = d.used[(plane, zone)]
-    used[leaf] += 1
-    return d.edge[(plane, zone)][leaf], int(used[leaf])
 
 
 def port_targets(m: Model, group, nports: int) -> list[tuple[int, str]]:
@@ -123,8 +129,13 @@ def port_targets(m: Model, group, nports: int) -> list[tuple[int, str]]:
 
 
 def step_nodes(d: Draft) -> None:
+    """Place every node.  A pinned node first takes its policy ports like any other node (so
+    nobody after it shifts), those ports are freed at the end, and it is cabled to the first
+    free port of each leaf it is pinned to."""
     m = d.model
-    for g in m.node_groups:
+    holes: list[tuple[int, str, int, int]] = []  # (plane, zone, edge, port) reserved for pinned nodes
+    pinned: list[tuple[int, int, str, int, tuple]] = []  # (cable, host port, zone, leaf, YAML loc)
+    for gi, g in enumerate(m.node_groups):
         nt = m.node_types[g.node_type]
         nic_ports = [(nic, p) for nic in nt.nics for p in range(1, nic.ports + 1)]
         targets = port_targets(m, g, len(nic_ports))
@@ -133,15 +144,26 @@ def step_nodes(d: Draft) -> None:
             node = len(d.nodes)
             d.nodes.append(dict(index=node, name=name, group=g.name, role=g.role, node_type=g.node_type, zones=tuple(g.zones)))
             taken: dict[tuple[int, str], set[int]] = {}
-            for (nic, p), (plane, zone) in zip(nic_ports, targets):
+            pins = g.pinned.get(name)
+            for j, ((nic, p), (plane, zone)) in enumerate(zip(nic_ports, targets)):
                 avoid = taken.setdefault((plane, zone), set())
                 sw, port = d.take_port(plane, zone, g.placement == "contiguous", avoid)
-                avoid.add(d.switches[sw]["edge"])
+                edge = d.switches[sw]["edge"]
+                avoid.add(edge)
                 hp = len(d.ports)
                 speed = SPEEDS_GBPS[nic.speed]
                 d.ports.append(dict(index=hp, node=node, nic=nic.name, ca=f"{name}-{nic.name}", port=p, plane=plane,
                                     zone=zone, speed_gbps=speed))
+                if pins:
+                    holes.append((plane, zone, edge, port))
+                    pinned.append((len(d.cables), hp, zone, pins[j], ("node_groups", gi, "pinned", name)))
                 d.cables.append((HOST, hp, p, SWITCH, sw, port, CABLE_KINDS.index("host"), plane, speed))
+    for plane, zone, edge, port in holes:
+        d.used[(plane, zone)][edge, port - 1] = False
+    for ci, hp, zone, leaf, loc in pinned:
+        c = list(d.cables[ci])
+        c[4], c[5] = d.take_on(c[7], zone, leaf, loc)
+        d.cables[ci] = tuple(c)
 
 
 def step_identities(d: Draft) -> None:

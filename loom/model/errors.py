@@ -15,6 +15,7 @@ class Problem:
     message: str  # what is wrong
     fix: str  # what to do about it
     line: int | None = None  # 1-based line in the file, when known
+    loc: tuple = ()  # YAML location, for stages after loading that have no line numbers
 
     def render(self, file: str) -> str:
         where = f"{file}:{self.line}" if self.line else file

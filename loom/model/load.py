@@ -134,6 +134,16 @@ def _pydantic_problems(err: ValidationError, lines: LineMap) -> list[Problem]:
     return problems
 
 
+def locate(path: str | Path, error: ModelError) -> ModelError:
+    """Give problems raised after loading (they carry `loc`, no line) the file and line."""
+    lines = LineMap()
+    node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    if node is not None:
+        lines.walk(node)
+    return ModelError(str(path), [Problem(path_str(p.loc) or p.path, p.message, p.fix, p.line or lines.line(p.loc), p.loc)
+                                  for p in error.problems])
+
+
 def load_model(path: str | Path) -> Model:
     """Read, parse and fully validate a model file; raise `ModelError` listing every problem."""
     from .rules import check_rules

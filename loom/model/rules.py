@@ -282,7 +282,32 @@ def node_names(model: Model) -> Iterator[Finding]:
                       "name a node of one of the node groups (e.g. the first management node)")
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names)
+def pins(model: Model) -> Iterator[Finding]:
+    zones = {z.name: z for z in model.zones}
+    for i, g in enumerate(model.node_groups):
+        nt = model.node_types.get(g.node_type)
+        if not g.pinned or nt is None:
+            continue
+        try:
+            names = {node_name(g, k) for k in range(g.count)}
+        except (KeyError, IndexError, ValueError):
+            continue  # reported by node_names
+        for name, leaves in g.pinned.items():
+            loc = ("node_groups", i, "pinned", name)
+            if name not in names:
+                yield Finding(loc, f"group {g.name} has no node `{name}`", "pin a node of this group by its name")
+            elif len(leaves) != nt.nic_ports:
+                yield Finding(loc, f"{len(leaves)} leaves given for {nt.nic_ports} NIC port(s)",
+                              "give one leaf index per NIC port, in NIC order")
+            else:
+                for j, leaf in enumerate(leaves):
+                    z = zones.get(g.zones[j % len(g.zones)])
+                    if z is not None and not 0 <= leaf < z.edge_switches:
+                        yield Finding(loc + (j,), f"leaf {leaf} does not exist in zone {z.name}",
+                                      f"use a leaf index from 0 to {z.edge_switches - 1}")
+
+
+RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names, pins)
 
 
 def check_rules(model: Model) -> list[Finding]:

@@ -177,6 +177,11 @@ class NodeGroup(Strict):
         "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next"
     )
     name_pattern: str = Field("{group}{index:04d}", description="node name; fields {group} {index} {zone}")
+    pinned: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description="node name → leaf index for each of its NIC ports, overriding the placement; the "
+        "node's policy ports stay free so no other node moves",
+    )
 
 
 class InterZoneEnd(Strict):

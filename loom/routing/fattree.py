@@ -250,14 +250,21 @@ class FatTreeEngine:
                     att_lid.append(lid), att_leaf.append(s), att_port.append(0)
             else:
                 att_lid.append(lid), att_leaf.append(int(sn.ca_switch[lid])), att_port.append(int(sn.ca_switch_port[lid]))
+        n_local = len(att_lid)
         for lid, (leaf, port) in remote.items():
             att_lid.append(lid), att_leaf.append(leaf), att_port.append(port)
         att_lid, att_leaf, att_port = (np.array(x, dtype=np.int64) for x in (att_lid, att_leaf, att_port))
         att_edge = edge_of[att_leaf]
         pod = z.leaf_pod(att_edge)
         role = roles[att_lid]
+        u = np.empty(len(att_lid), np.int64)
+        # local destinations: by where they are cabled, rotated by the leaf's index
+        slot = np.where(att_port[:n_local] == 0, z.down, att_port[:n_local] - 1)
+        u[:n_local] = (slot + att_edge[:n_local]) % z.U
+        # destinations in other zones: round-robin in (role, LID) order
+        far = n_local + np.lexsort((att_lid[n_local:], role[n_local:]))
+        u[far] = np.arange(len(far)) % z.U
         order = np.lexsort((att_lid, att_edge, role))
-        u = spread(order, z.U, role, att_edge)
         pos, k = u % z.S, u // z.S
         in_pod = att_edge % z.L
 
