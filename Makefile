@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils
 
-.PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing validate show check clean
+.PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing validate show check sim-up sim-down sim-status plan apply clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -29,14 +29,28 @@ apt-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# The main job: validate every reference fabric, summarise, route and check $(FABRIC), then
-# push the tables to OpenSM on the simulated fabric and verify them by reading them back.
+# The main job: validate every reference fabric, summarise and check $(FABRIC), bring its
+# simulated fabric up (ibsim + OpenSM), plan, apply (verified by reading back), plan again.
+# The simulated fabric stays up for `make plan` / `make apply`; `make sim-down` stops it.
 run: setup
 	@for m in topology/*.yaml; do $(BIN)/loom validate $$m || exit 1; done
 	$(BIN)/loom show $(MODEL)
 	$(BIN)/loom check $(MODEL)
 	$(BIN)/loom route $(MODEL) --out $(OUT)
-	$(BIN)/loom sim verify $(MODEL) --workdir $(OUT)/sim
+	$(BIN)/loom sim up $(MODEL)
+	$(BIN)/loom plan $(MODEL) --out $(OUT)/plan.json; rc=$$?; [ $$rc -le 2 ] && [ $$rc -ne 1 ]
+	$(BIN)/loom apply $(OUT)/plan.json
+	$(BIN)/loom plan $(MODEL)
+
+sim-up sim-down sim-status: setup
+	$(BIN)/loom sim $(subst sim-,,$@) $(MODEL)
+
+# plan exits 2 when there are changes (Terraform's convention); make treats only 1 as failure
+plan: setup
+	$(BIN)/loom plan $(MODEL) --out $(OUT)/plan.json; rc=$$?; [ $$rc -ne 1 ]
+
+apply: setup
+	$(BIN)/loom apply $(OUT)/plan.json
 
 test: setup
 	$(BIN)/pytest -q
@@ -56,4 +70,4 @@ validate show check: setup
 	$(BIN)/loom $@ $(MODEL)
 
 clean:
-	rm -rf out .pytest_cache .hypothesis
+	rm -rf out .loom .pytest_cache .hypothesis

@@ -198,5 +198,145 @@ def _print_check(name: str, p: dict) -> None:
     out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items()))
 
 
+sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric (ibsim + OpenSM).")
+app.add_typer(sim_app, name="sim")
+
+
+def _routed(model: Path):
+    """Fabric and plane-0 tables, for the simulated fabric (one InfiniBand subnet)."""
+    fabric, tables = _route(model, "fattree")
+    return fabric, tables[0]
+
+
+def _phase(name: str, fn, *args):
+    """Run one phase with a spinner and print how long it took."""
+    import time
+
+    t0 = time.perf_counter()
+    with err.status(f"{name} ..."):
+        result = fn(*args)
+    err.print(f"  {name}: {time.perf_counter() - t0:.2f}s", highlight=False)
+    return result
+
+
+@sim_app.command("up")
+def sim_up(model: Path = MODEL_ARG) -> None:
+    """Start ibsim with the fabric and OpenSM on its SM node; wait for SUBNET UP (idempotent)."""
+    from loom.push.daemon import Daemons
+    from loom.push.sim import SimError
+    from loom.render.opensm import guid2lid
+
+    fabric, tables = _phase("route", _routed, model)
+    d = Daemons.of(fabric.name)
+    try:
+        what = _phase("sim up", d.start, fabric, guid2lid(tables))
+    except SimError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    s = d.status()
+    out.print(f"{fabric.name}: {what} — ibsim pid {s['ibsim']['pid']}, OpenSM pid {s['opensm']['pid']} on "
+              f"{s['opensm']['sm_host']}, routing {s['routing_engine']}; state in {d.dir}", highlight=False)
+
+
+@sim_app.command("down")
+def sim_down(model: Path = MODEL_ARG) -> None:
+    """Stop OpenSM and ibsim of the fabric."""
+    from loom.push.daemon import Daemons
+
+    d = Daemons.of(_fabric(model).name)
+    stopped = d.stop()
+    out.print(f"stopped {', '.join(stopped)}" if stopped else "nothing was running", highlight=False)
+
+
+@sim_app.command("status")
+def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show whether the fabric's ibsim and OpenSM run and the subnet is up. Exit 0 if up."""
+    from loom.push.daemon import Daemons
+
+    d = Daemons.of(_fabric(model).name)
+    s = d.status()
+    if as_json:
+        sys.stdout.write(json.dumps(s, indent=2) + "\n")
+    else:
+        out.print(f"ibsim: {'running' if s['ibsim']['running'] else 'down'} (pid {s['ibsim']['pid']})  "
+                  f"OpenSM: {'running' if s['opensm']['running'] else 'down'} (pid {s['opensm']['pid']})  "
+                  f"subnet up: {s['subnet_up']}  sweeps: {s['sweeps']}  engine: {s['routing_engine']}", highlight=False)
+    raise typer.Exit(0 if d.up_and_running() else 1)
+
+
+@app.command()
+def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too")) -> None:
+    """Route, check, read the live tables and show what apply would change.
+
+    Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
+    from loom.push.daemon import Daemons
+    from loom.push.plan import PlanError, make_plan, write_plan
+    from loom.push.sim import SimError
+
+    fabric, tables = _phase("route", _routed, model)
+    d = Daemons.of(fabric.name)
+    try:
+        p = _phase("check + read live + diff", make_plan, model, fabric, tables, d)
+    except (PlanError, SimError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
+        _write(path, json.dumps(p, indent=1) + "\n")
+    _print_plan(p)
+    raise typer.Exit(2 if p["changes"]["entries_changed"] else 0)
+
+
+def _print_plan(p: dict) -> None:
+    c = p["changes"]
+    if p["drift"]:
+        out.print(f"[yellow]drift:[/yellow] {p['drift']}")
+    if not c["entries_changed"]:
+        out.print(f"[green]No changes.[/green] The live tables of {p['fabric']} match the model.")
+        return
+    out.print(f"Plan for {p['fabric']}: [bold]{c['entries_changed']}[/bold] LFT entries on "
+              f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move")
+    t = Table("switch", "entries changed")
+    for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], kv[0]))[:15]:
+        t.add_row(name, str(n))
+    if len(c["per_switch"]) > 15:
+        t.add_row(f"... {len(c['per_switch']) - 15} more", "")
+    out.print(t)
+    moved = c["destinations_moved"]
+    out.print("destinations moved: " + ", ".join(f"{m['name']} (LID {m['lid']})" for m in moved[:12])
+              + (f", ... {len(moved) - 12} more" if len(moved) > 12 else ""), highlight=False)
+    b0, b1 = p["balance_before"], p["balance_after"]
+    out.print(f"balance (max destinations per leaf up-port / bound): before {b0['max_dest_per_up_port']}/{b0['lower_bound']}, "
+              f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}; storage before {b0['storage']}, after {b1['storage']}")
+    out.print(f"saved; apply with: loom apply {p['state_dir']}/last-plan.json")
+
+
+@app.command()
+def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),
+          model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply")) -> None:
+    """Apply a plan: refuse if stale, lock, write, reload OpenSM, read back and verify; restore on failure."""
+    from loom.push.daemon import Daemons
+    from loom.push.plan import PlanError, apply_plan, read_plan
+    from loom.push.sim import SimError
+
+    if plan_file is None:
+        if model is None:
+            err.print("[red]error:[/red] give a plan file, or --model MODEL to apply its last plan")
+            raise typer.Exit(1)
+        plan_file = Daemons.of(_fabric(model).name).dir / "last-plan.json"
+    try:
+        p = read_plan(plan_file)
+        res = apply_plan(p, plan_file, progress=lambda s: err.print(f"  {s}", highlight=False))
+    except (PlanError, SimError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    for name, secs in res.phases.items():
+        err.print(f"  {name}: {secs:.2f}s", highlight=False)
+    if res.ok:
+        out.print(f"[green]{res.message}[/green]", highlight=False)
+    else:
+        err.print(f"[red]{res.message}[/red]", highlight=False)
+    raise typer.Exit(0 if res.ok else 1)
+
+
 if __name__ == "__main__":
     app()

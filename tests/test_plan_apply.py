@@ -1,0 +1,175 @@
+"""plan → apply → plan against a real OpenSM on the simulated fabric (the fabric is the state)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loom.cli import app
+from loom.expand import load_fabric
+from loom.push.daemon import Daemons, alive
+from loom.push.plan import apply_plan, read_plan, unpack
+from loom.push.sim import tools_missing
+from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
+from loom.routing import route
+
+TOPO = Path(__file__).parent.parent / "topology"
+TINY = str(TOPO / "tiny.yaml")
+runner = CliRunner()
+pytestmark = pytest.mark.sim
+
+
+def loom(*args: str) -> tuple[int, str]:
+    r = runner.invoke(app, list(args))
+    assert "Traceback" not in r.output, r.output
+    return r.exit_code, r.output
+
+
+@pytest.fixture
+def tiny_up(tmp_path, monkeypatch):
+    if tools_missing():
+        pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
+    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
+    code, out = loom("sim", "up", TINY)
+    assert code == 0, out
+    d = Daemons.of("tiny")
+    yield d
+    loom("sim", "down", TINY)
+    assert not alive(d.pid("opensm")) and not alive(d.pid("ibsim"))
+
+
+def hand_edit(d: Daemons, switch: str) -> None:
+    """Someone changes one entry of a live switch table behind loom's back (through OpenSM)."""
+    sn = route(load_fabric(TINY))[0].subnet
+    live = tables_from_dump(sn, d.dump_fts(), "live")
+    row = next(r for r in range(sn.n) if sn.name(r) == switch)
+    lid = int(sn.ca_lids[0])
+    port = int(live.lft[row, lid])
+    d.lfts_file.write_text(lfts_dump(live.with_entries({(row, lid): 5 if port != 5 else 6})))
+    assert d.reload() == "file"
+
+
+def test_up_plan_apply_plan_down(tiny_up, tmp_path):
+    d = tiny_up
+    code, out = loom("sim", "up", TINY)
+    assert code == 0 and "already up" in out  # idempotent
+    code, out = loom("sim", "status", TINY)
+    assert code == 0 and "subnet up: True" in out
+    code, out = loom("plan", TINY, "--out", str(tmp_path / "plan.json"))
+    assert code == 2, out  # OpenSM's minhop differs from loom's routing
+    plan = read_plan(tmp_path / "plan.json")
+    assert plan["changes"]["entries_changed"] > 0
+    code, out = loom("apply", str(tmp_path / "plan.json"))
+    assert code == 0 and "applied and verified" in out, out
+    code, out = loom("plan", TINY)
+    assert code == 0 and "No changes" in out, out
+    audit = [json.loads(l) for l in (d.dir / "audit.log").read_text().splitlines()]
+    assert audit[-1]["ok"] and audit[-1]["user"] and audit[-1]["plan_sha256"] and audit[-1]["model_sha256"]
+
+
+def test_moving_a_storage_node_plans_its_routes(tiny_up, tmp_path):
+    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    moved = tmp_path / "moved.yaml"
+    text = Path(TINY).read_text().replace('name_pattern: "st{index:02d}"}', 'name_pattern: "st{index:02d}", pinned: {st00: [2, 2]}}')
+    moved.write_text(text)
+    code, out = loom("plan", str(moved), "--out", str(tmp_path / "p.json"))
+    assert code == 2, out
+    plan = read_plan(tmp_path / "p.json")
+    after = load_fabric(moved)
+    st00 = {p.lid for p in after.ports if after.nodes[p.node].name == "st00"}
+    names = {m["name"] for m in plan["changes"]["destinations_moved"]}
+    assert {"st00-hca0", "st00-hca1"} <= names
+    # other destinations move only on the leaves the node left and joined (their up-ports rebalance)
+    old_leaves = {"z0-leaf1", "z1-leaf1"}
+    new_leaves = {"z0-leaf2", "z1-leaf2"}
+    want, prev = parse_lfts_dump(unpack(plan["desired_lfts"])), parse_lfts_dump(unpack(plan["previous_lfts"]))
+    by_guid = {s.guid: s.name for s in after.switches}
+    for guid, entries in want.items():
+        for lid, port in entries.items():
+            if prev[guid].get(lid) != port and lid not in st00:
+                assert by_guid[guid] in old_leaves | new_leaves, (by_guid[guid], lid)
+    assert loom("apply", str(tmp_path / "p.json"))[0] == 0
+    assert loom("plan", str(moved))[0] == 0
+
+
+def test_stale_plan_is_refused(tiny_up, tmp_path):
+    assert loom("plan", TINY, "--out", str(tmp_path / "p.json"))[0] == 2
+    hand_edit(tiny_up, "z0-leaf0")
+    code, out = loom("apply", str(tmp_path / "p.json"))
+    assert code == 1 and "stale plan" in out
+
+
+def test_concurrent_apply_is_refused(tiny_up, tmp_path):
+    assert loom("plan", TINY, "--out", str(tmp_path / "p.json"))[0] == 2
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (tiny_up.dir / "apply.lock").write_text(json.dumps({"user": "alice", "pid": holder.pid, "host": "h", "since": "now"}))
+        code, out = loom("apply", str(tmp_path / "p.json"))
+        assert code == 1 and "held by alice" in out and str(holder.pid) in out
+    finally:
+        holder.kill()
+        holder.wait()
+    code, out = loom("apply", str(tmp_path / "p.json"))  # the holder died: its stale lock is taken over
+    assert code == 0, out
+
+
+def test_opensm_killed_during_apply_restores_previous_state(tiny_up, tmp_path):
+    d = tiny_up
+    assert loom("plan", TINY, "--out", str(tmp_path / "p.json"))[0] == 2
+    before = parse_lfts_dump(d.dump_fts())
+    plan = read_plan(tmp_path / "p.json")
+    res = apply_plan(plan, tmp_path / "p.json", on_written=lambda dd: dd.kill_opensm(), timeout=30)
+    assert not res.ok and "restored and verified" in res.message, res.message
+    assert parse_lfts_dump(d.dump_fts()) == before  # nothing half-applied
+    assert alive(d.pid("opensm"))  # and OpenSM runs again
+    audit = [json.loads(l) for l in (d.dir / "audit.log").read_text().splitlines()]
+    assert audit[-1]["ok"] is False
+
+
+def test_hand_edited_table_is_drift(tiny_up, tmp_path):
+    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    hand_edit(tiny_up, "z1-leaf1")
+    code, out = loom("plan", TINY, "--out", str(tmp_path / "p.json"))
+    assert code == 2 and "drift" in out
+    plan = read_plan(tmp_path / "p.json")
+    assert plan["changes"]["per_switch"] == {"z1-leaf1": 1}
+    assert loom("apply", str(tmp_path / "p.json"))[0] == 0
+    assert loom("plan", TINY)[0] == 0
+
+
+def test_plan_refuses_failing_routing(tiny_up, tmp_path, monkeypatch):
+    import loom.push.plan as planmod
+
+    real = planmod.check_tables
+    monkeypatch.setattr(planmod, "check_tables", lambda t, ebb_samples=0: {**real(t, 0), "deadlock_free": False})
+    code, out = loom("plan", TINY)
+    assert code == 1 and "fails deadlock freedom" in out
+
+
+def test_plan_without_sim_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "none"))
+    code, out = loom("plan", TINY)
+    assert code == 1 and "loom sim up" in out
+
+
+@pytest.mark.slow
+def test_fire_flyer_apply_then_no_changes(tmp_path, monkeypatch):
+    """The two-zone fabric end to end: minhop → loom's tables, verified, then a clean plan."""
+    if tools_missing():
+        pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
+    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
+    ff2 = str(TOPO / "fire-flyer-2.yaml")
+    try:
+        assert loom("sim", "up", ff2)[0] == 0
+        code, out = loom("plan", ff2)
+        assert code == 2, out
+        code, out = loom("apply", "--model", ff2)
+        assert code == 0 and "applied and verified" in out, out
+        assert loom("plan", ff2)[0] == 0
+    finally:
+        loom("sim", "down", ff2)
