@@ -41,10 +41,14 @@ class PlanError(Exception):
 
 
 def digest_live(text: str) -> str:
-    """Digest of live tables, independent of dump formatting: sorted {guid: {lid: port}}."""
+    """Digest of live tables, independent of dump formatting: sorted (guid, lid, port) rows."""
     parsed = parse_lfts_dump(text)
-    canon = json.dumps({f"{g:016x}": sorted(e.items()) for g, e in sorted(parsed.items())})
-    return hashlib.sha256(canon.encode()).hexdigest()
+    h = hashlib.sha256()
+    for guid in sorted(parsed):
+        entries = parsed[guid]
+        h.update(guid.to_bytes(8, "big"))
+        h.update(np.array(sorted(entries.items()), dtype=np.uint32).tobytes())
+    return h.hexdigest()
 
 
 def _pack(text: str) -> str:
@@ -86,11 +90,12 @@ def make_plan(model_path: Path, fabric: Fabric, tables: Tables, daemons: Daemons
     if not daemons.up_and_running():
         raise PlanError(f"the simulated fabric of {fabric.name} is not up; run `loom sim up {model_path}`")
     live_text = daemons.dump_fts()
+    live_sha = digest_live(live_text)
     live = tables_from_dump(tables.subnet, live_text, "live")
     want_text = lfts_dump(tables)
     last = daemons.dir / "last-applied.sha256"
     drift = None
-    if last.exists() and last.read_text().strip() != digest_live(live_text):
+    if last.exists() and last.read_text().strip() != live_sha:
         drift = "live tables differ from what loom applied last (changed outside loom)"
     return {
         "version": PLAN_VERSION,
@@ -100,7 +105,7 @@ def make_plan(model_path: Path, fabric: Fabric, tables: Tables, daemons: Daemons
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "user": getpass.getuser(),
         "state_dir": str(daemons.dir),
-        "live_sha256": digest_live(live_text),
+        "live_sha256": live_sha,
         "desired_sha256": digest_live(want_text),
         "drift": drift,
         "changes": diff_tables(live, tables),

@@ -4,6 +4,8 @@ cache file that pins every port GUID to the LID Loom routed for."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from loom.routing.base import NO_ROUTE, Tables
@@ -20,14 +22,17 @@ def lfts_dump(t: Tables) -> str:
         elif sn.lid_port[lid] >= 0:
             p = f.ports[int(sn.lid_port[lid])]
             comment[lid] = f"Channel Adapter portguid 0x{p.guid:016x}: '{p.ca}'"
+    head = {lid: f"0x{lid:04x} " for lid in comment}
+    tail = {lid: f" # {c}" for lid, c in comment.items()}
+    ports = [f"{p:03d}" for p in range(256)]
+    lids = np.array(sorted(comment), dtype=np.int64)
     out = []
     for row in range(sn.n):
         s = sn.switch(row)
         out.append(f"Unicast lids [0-{sn.max_lid}] of switch Lid {s.lid} guid 0x{s.guid:016x} ('{s.name}'):")
-        entries = t.lft[row]
-        for lid in np.flatnonzero(entries != NO_ROUTE):
-            if lid in comment:
-                out.append(f"0x{lid:04x} {int(entries[lid]):03d} # {comment[int(lid)]}")
+        entries = t.lft[row, lids]
+        keep = lids[entries != NO_ROUTE].tolist()
+        out.extend(head[l] + ports[p] + tail[l] for l, p in zip(keep, t.lft[row, keep].tolist()))
         out.append(f"{sn.max_lid} lids dumped")
     return "\n".join(out) + "\n"
 
@@ -46,17 +51,16 @@ def guid2lid(t: Tables) -> str:
     return "\n".join(lines) + "\n"
 
 
+ENTRY = re.compile(r"^0x([0-9a-fA-F]+) (\d+)", re.M)
+
+
 def parse_lfts_dump(text: str) -> dict[int, dict[int, int]]:
     """`dump_fts` / `opensm-lfts.dump` text → {switch GUID: {LID: port}}."""
     out: dict[int, dict[int, int]] = {}
-    cur = None
-    for line in text.splitlines():
-        if line.startswith("Unicast lids"):
-            guid = int(line.split(" guid ")[1].split()[0], 16)
-            cur = out.setdefault(guid, {})
-        elif line.startswith("0x") and cur is not None:
-            lid, port = line.split()[:2]
-            cur[int(lid, 16)] = int(port)
+    blocks = text.split("Unicast lids")
+    for block in blocks[1:]:
+        guid = int(block.split(" guid ", 1)[1].split(None, 1)[0], 16)
+        out[guid] = {int(lid, 16): int(port) for lid, port in ENTRY.findall(block)}
     return out
 
 
