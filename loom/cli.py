@@ -198,6 +198,15 @@ def _print_check(name: str, p: dict) -> None:
     out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items()))
 
 
+@app.command()
+def docs(out_file: Path = typer.Option(Path("docs/model.md"), "--out", help="where to write the model reference")) -> None:
+    """Write the model reference generated from the schema."""
+    from loom.render.model_doc import model_reference
+
+    _write(out_file, model_reference())
+    out.print(f"wrote {out_file}", highlight=False)
+
+
 sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric (ibsim + OpenSM).")
 app.add_typer(sim_app, name="sim")
 

@@ -173,3 +173,10 @@ def test_pinning_one_node_moves_exactly_its_cables(tmp_path):
     moved = {ca for ca in before if before[ca] != after[ca]}
     assert moved == {"st000-mlx5_0", "st000-mlx5_1"}
     assert after["st000-mlx5_0"] == ("z0-leaf36", 20) and after["st000-mlx5_1"] == ("z1-leaf36", 20)
+
+
+def test_model_reference_is_up_to_date():
+    from loom.render.model_doc import model_reference
+
+    committed = (Path(__file__).parent.parent / "docs" / "model.md").read_text()
+    assert committed == model_reference(), "docs/model.md is stale: run `.venv/bin/loom docs`"
