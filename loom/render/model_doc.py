@@ -33,7 +33,7 @@ SECTIONS = [
 
 def _type(annotation) -> str:
     text = str(annotation) if get_args(annotation) else getattr(annotation, "__name__", str(annotation))
-    text = re.sub(r"Annotated\[(Union\[[^\]]*\]|str), [^\]]*\]\]?", r"\1", text)
+    text = re.sub(r"Annotated\[(.*?), FieldInfo\(.*?\)\]", r"\1", text)
     return text.replace("typing.", "").replace("loom.model.schema.", "").replace("|", "or")
 
 
