@@ -207,6 +207,77 @@ def docs(out_file: Path = typer.Option(Path("docs/model.md"), "--out", help="whe
     out.print(f"wrote {out_file}", highlight=False)
 
 
+def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: str) -> tuple[Path, str]:
+    """The model file of one side of a diff: a file, a git revision of MODEL, or MODEL itself."""
+    import subprocess
+
+    if file is not None:
+        return file, str(file)
+    if rev is None:
+        return model, "working tree"
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=model.resolve().parent, capture_output=True, text=True)
+    if top.returncode != 0:
+        raise _DiffError(f"{model} is not in a git repository; use --{label}-file")
+    rel = model.resolve().relative_to(top.stdout.strip())
+    show = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=top.stdout.strip(), capture_output=True)
+    if show.returncode != 0:
+        raise _DiffError(f"cannot read {rel} at revision {rev}: {show.stderr.decode().strip()}")
+    path = tmp / f"{label}-{model.name}"
+    path.write_bytes(show.stdout)
+    return path, f"{rev}"
+
+
+class _DiffError(Exception):
+    pass
+
+
+@app.command("diff")
+def diff_cmd(
+    model: Path = MODEL_ARG,
+    base: str | None = typer.Option(None, "--base", help="git revision of MODEL to compare from"),
+    head: str | None = typer.Option(None, "--head", help="git revision to compare to (default: the file as it is)"),
+    base_file: Path | None = typer.Option(None, "--base-file", help="model file to compare from"),
+    head_file: Path | None = typer.Option(None, "--head-file", help="model file to compare to"),
+    fmt: str = typer.Option("text", "--format", help="text, markdown or json"),
+    tolerance: int = typer.Option(0, "--balance-tolerance", help="allowed rise of (max destinations per up-port - bound)"),
+) -> None:
+    """What a model change does: verdicts, LFT entries, moved destinations, cables, host settings.
+
+    Exit 0 = no regression, 1 = a regression, 2 = error."""
+    import tempfile
+
+    from loom.checks.compare import compare, evaluate
+    from loom.expand import load_fabric
+    from loom.render.diff_report import markdown, summary
+
+    if fmt not in ("text", "markdown", "json"):
+        err.print(f"[red]error:[/red] --format must be text, markdown or json, not {fmt}")
+        raise typer.Exit(2)
+    if base is None and base_file is None:
+        err.print("[red]error:[/red] give --base REV or --base-file FILE")
+        raise typer.Exit(2)
+    with tempfile.TemporaryDirectory(prefix="loom-diff-") as tmp:
+        sides = []
+        for label, rev, file in (("base", base, base_file), ("head", head, head_file)):
+            try:
+                path, name = _model_at(model, rev, file, Path(tmp), label)
+                sides.append(evaluate(name, load_fabric(path), hint=sides[0] if sides else None))
+            except _DiffError as exc:
+                err.print(f"[red]error:[/red] {exc}", highlight=False)
+                raise typer.Exit(2) from None
+            except ModelError as exc:
+                err.print(f"[red]error:[/red] the {label} model is not valid", highlight=False)
+                for p in exc.problems:
+                    err.print(p.render(name if rev else str(path)), highlight=False, markup=False)
+                raise typer.Exit(2) from None
+    d = compare(*sides, tolerance=tolerance)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(d, indent=2, default=_np_default) + "\n")
+    else:
+        sys.stdout.write(markdown(d) if fmt == "markdown" else summary(d))
+    raise typer.Exit(d["exit"])
+
+
 sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric (ibsim + OpenSM).")
 app.add_typer(sim_app, name="sim")
 
@@ -282,10 +353,10 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     from loom.push.plan import PlanError, make_plan, write_plan
     from loom.push.sim import SimError
 
-    fabric, tables = _phase("route", _routed, model)
+    fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
     d = Daemons.of(fabric.name)
     try:
-        p = _phase("check + read live + diff", make_plan, model, fabric, tables, d)
+        p = _phase("read live + route + check + diff", make_plan, model, fabric, d)
     except (PlanError, SimError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None

@@ -59,13 +59,36 @@ def up_ports(walk: Walk, layer: int) -> tuple[np.ndarray, np.ndarray]:
     return rows[m], cols[m]
 
 
-def _figures(counts: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> PortFigures | None:
-    """Max/min over the given ports and the lower bound max over switches of ceil(sum/ports)."""
+def design_up_ports(sn) -> np.ndarray:
+    """Up-ports each switch has by design (leaf_up, spine_up), whether or not all are cabled:
+    the bound is that of the intact fabric, so a missing link shows as imbalance."""
+    zones = {z.name: z for z in sn.fabric.model.zones}
+    out = np.zeros(sn.n, np.int64)
+    for i in range(sn.n):
+        s, z = sn.switch(i), zones[sn.switch(i).zone]
+        out[i] = getattr(z, "leaf_up", 0) if s.role == "leaf" else getattr(z, "spine_up", 0) if s.role == "spine" else 0
+    return out
+
+
+def leaf_port_loads(walk: Walk) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, cols, destinations, bound) for every leaf up-port; bound is its leaf's
+    ceil(routed up / design up-ports)."""
+    sn = walk.tables.subnet
+    rows, cols = up_ports(walk, 0)
+    loads = dest_counts(walk, walk.valid_lids)[rows, cols]
+    per = np.bincount(rows, weights=loads, minlength=sn.n)
+    nports = np.maximum(np.bincount(rows, minlength=sn.n), design_up_ports(sn))
+    return rows, cols, loads, np.ceil(per[rows] / np.maximum(nports[rows], 1)).astype(np.int64)
+
+
+def _figures(counts: np.ndarray, rows: np.ndarray, cols: np.ndarray, design: np.ndarray) -> PortFigures | None:
+    """Max/min over the given ports and the lower bound: max over switches of
+    ceil(destinations routed up / up-ports of the design)."""
     if len(rows) == 0:
         return None
     loads = counts[rows, cols]
     per_switch = np.bincount(rows, weights=loads)
-    nports = np.bincount(rows)
+    nports = np.maximum(np.bincount(rows), design[: len(per_switch)])
     has = nports > 0
     bound = int(np.max(np.ceil(per_switch[has] / nports[has])))
     return PortFigures(int(loads.max()), int(loads.min()), bound)
@@ -110,19 +133,20 @@ def check_balance(walk: Walk) -> Balance:
     lids = walk.valid_lids
     rows, cols = up_ports(walk, 0)
     counts = dest_counts(walk, lids)
-    total = _figures(counts, rows, cols)
+    design = design_up_ports(sn)
+    total = _figures(counts, rows, cols, design)
     if total is None:
         total = PortFigures(0, 0, 0)
     roles = np.array([sn.lid_role(int(l)) for l in lids])
     per_role = {}
     ok = total.at_bound
     for role in sorted(set(roles.tolist())):
-        f = _figures(dest_counts(walk, lids[roles == role]), rows, cols)
+        f = _figures(dest_counts(walk, lids[roles == role]), rows, cols, design)
         if f:
             per_role[role] = {"max_dest_per_up_port": f.max, "min_dest_per_up_port": f.min, "lower_bound": f.lower_bound}
             ok &= f.at_bound
     srows, scols = up_ports(walk, 1)
-    spine = _figures(counts, srows, scols)
+    spine = _figures(counts, srows, scols, design)
     spine_up = None
     if spine:
         spine_up = {"max_dest_per_up_port": spine.max, "min_dest_per_up_port": spine.min, "lower_bound": spine.lower_bound}

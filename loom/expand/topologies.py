@@ -103,4 +103,12 @@ BUILDERS = {"fat-tree-2": fat_tree_2, "fat-tree-3": fat_tree_3, "bigraph": bigra
 
 
 def build_zone(zone) -> ZoneSwitches:
-    return BUILDERS[zone.kind](zone)
+    """The zone's switches and cables, without the up-links the model lists as missing."""
+    built = BUILDERS[zone.kind](zone)
+    missing = {(m.leaf, m.up_port) for m in getattr(zone, "missing_links", [])}
+    if not missing:
+        return built
+    edge = {i: s.edge for i, s in enumerate(built.switches)}
+    keep = [c for c in built.cables
+            if not (c.kind == "leaf-spine" and (edge[c.a], c.a_port - zone.leaf_down - 1) in missing)]
+    return ZoneSwitches(built.switches, keep, built.edge)

@@ -307,7 +307,23 @@ def pins(model: Model) -> Iterator[Finding]:
                                       f"use a leaf index from 0 to {z.edge_switches - 1}")
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names, pins)
+def missing_links(model: Model) -> Iterator[Finding]:
+    for i, z in enumerate(model.zones):
+        seen = set()
+        for k, m in enumerate(getattr(z, "missing_links", [])):
+            loc = ("zones", i, "missing_links", k)
+            if m.leaf >= z.edge_switches:
+                yield Finding(loc + ("leaf",), f"leaf {m.leaf} does not exist in zone {z.name}",
+                              f"use a leaf index from 0 to {z.edge_switches - 1}")
+            if m.up_port >= z.leaf_up:
+                yield Finding(loc + ("up_port",), f"up-link {m.up_port} does not exist (leaves have {z.leaf_up})",
+                              f"use an up-link index from 0 to {z.leaf_up - 1}")
+            if (m.leaf, m.up_port) in seen:
+                yield Finding(loc, f"leaf {m.leaf} up-link {m.up_port} is listed twice", "list each missing link once")
+            seen.add((m.leaf, m.up_port))
+
+
+RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names, pins, missing_links)
 
 
 def check_rules(model: Model) -> list[Finding]:

@@ -85,6 +85,13 @@ class NodeType(Strict):
 # ------------------------------------------------------------------------------------ zones
 
 
+class MissingLink(Strict):
+    """A leaf up-link of the design that is not cabled (failed, removed or not yet installed)."""
+
+    leaf: int = Field(ge=0, description="leaf index in the zone (0-based, pod-major for three layers)")
+    up_port: int = Field(ge=0, description="0-based up-link index u: leaf port leaf_down+1+u, to spine u mod spines")
+
+
 class FatTree2(Strict):
     """A two-layer fat tree: every leaf cabled to every spine with leaf_up / spines links."""
 
@@ -96,6 +103,7 @@ class FatTree2(Strict):
     leaf_down: PositiveInt = Field(description="leaf ports facing nodes (ports 1..leaf_down)")
     leaf_up: PositiveInt = Field(description="leaf ports facing spines; a multiple of spines")
     oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
+    missing_links: list[MissingLink] = Field(default_factory=list, description="leaf up-links not cabled")
 
     @property
     def edge_switches(self) -> int:
@@ -121,6 +129,7 @@ class FatTree3(Strict):
     leaf_up: PositiveInt = Field(description="leaf ports facing the pod's spines; a multiple of spines_per_pod")
     spine_up: PositiveInt = Field(description="spine ports facing cores; a multiple of cores / spines_per_pod")
     oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
+    missing_links: list[MissingLink] = Field(default_factory=list, description="leaf up-links not cabled")
 
     @property
     def edge_switches(self) -> int:

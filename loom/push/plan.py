@@ -27,6 +27,7 @@ import numpy as np
 from loom.checks import Walk, check_balance, check_tables
 from loom.expand import Fabric
 from loom.render.opensm import guid2lid, lfts_dump, parse_lfts_dump, tables_from_dump
+from loom.routing import route, subnet
 from loom.routing.base import Tables
 
 from .daemon import Daemons, alive
@@ -80,18 +81,20 @@ def balance_summary(t: Tables) -> dict:
             "storage": b.per_role.get("storage", {}).get("max_dest_per_up_port"), "within_bound": b.within_bound}
 
 
-def make_plan(model_path: Path, fabric: Fabric, tables: Tables, daemons: Daemons) -> dict:
-    """Check the desired tables, read the live ones, and describe the difference."""
+def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
+    """Read the live tables, route the model keeping live routes where balance allows, check the
+    result, and describe the difference."""
+    if not daemons.up_and_running():
+        raise PlanError(f"the simulated fabric of {fabric.name} is not up; run `loom sim up {model_path}`")
+    live_text = daemons.dump_fts()
+    live_sha = digest_live(live_text)
+    live = tables_from_dump(subnet(fabric, 0), live_text, "live")
+    tables = route(fabric, hint=[live])[0]
     verdict = check_tables(tables, ebb_samples=0)
     failed = [k for k, ok in (("reachability", verdict["reachable"]), ("deadlock freedom", verdict["deadlock_free"]),
                               ("balance", verdict["balance"]["within_bound"])) if not ok]
     if failed:
         raise PlanError(f"the routing for {fabric.name} fails {', '.join(failed)}; run `loom check {model_path}` for details")
-    if not daemons.up_and_running():
-        raise PlanError(f"the simulated fabric of {fabric.name} is not up; run `loom sim up {model_path}`")
-    live_text = daemons.dump_fts()
-    live_sha = digest_live(live_text)
-    live = tables_from_dump(tables.subnet, live_text, "live")
     want_text = lfts_dump(tables)
     last = daemons.dir / "last-applied.sha256"
     drift = None

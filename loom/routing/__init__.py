@@ -4,10 +4,12 @@ from .base import ENGINES, NO_ROUTE, Engine, RoutingError, Tables, get_engine
 from .subnet import Subnet, subnet, subnets
 
 
-def route(fabric, engine: str = "fattree") -> list[Tables]:
-    """Route every plane (InfiniBand subnet) of the fabric with the named engine."""
+def route(fabric, engine: str = "fattree", hint: list[Tables] | None = None) -> list[Tables]:
+    """Route every plane (InfiniBand subnet) of the fabric with the named engine, keeping the
+    choices of `hint` (tables of the same planes in force) where balance allows."""
     eng = get_engine(engine)
-    return [eng.route(sn) for sn in subnets(fabric)]
+    hints = hint or []
+    return [eng.route(sn, hints[i] if i < len(hints) else None) for i, sn in enumerate(subnets(fabric))]
 
 
 __all__ = ["ENGINES", "NO_ROUTE", "Engine", "RoutingError", "Subnet", "Tables", "get_engine", "route", "subnet", "subnets"]

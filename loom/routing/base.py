@@ -39,7 +39,11 @@ class RoutingError(Exception):
 class Engine(Protocol):
     name: str
 
-    def route(self, subnet: Subnet) -> Tables: ...
+    def route(self, subnet: Subnet, hint: "Tables | None" = None) -> Tables:
+        """Tables for the subnet.  `hint`: tables in force (another revision, or the live
+        fabric), matched by switch and destination *names*; an engine keeps their choices where
+        balance allows, so a change moves as few routes as it must."""
+        ...
 
 
 ENGINES: dict[str, Callable[[], Engine]] = {}

@@ -37,7 +37,7 @@ import numpy as np
 from loom.expand import CABLE_KINDS
 from loom.model.schema import FatTree2, FatTree3
 
-from .base import RoutingError, Tables, empty_lft, register
+from .base import NO_ROUTE, RoutingError, Tables, empty_lft, register
 from .subnet import LAYER, TO_SWITCH, Subnet
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
@@ -100,7 +100,113 @@ def spread(order: np.ndarray, ports: int, role: np.ndarray, home: np.ndarray, kl
     return out
 
 
-def repair_balance(sn: Subnet, lft: np.ndarray, roles: np.ndarray) -> None:
+def _per_role_round_robin(lids: np.ndarray, role: np.ndarray, n: int) -> np.ndarray:
+    """Index in [0, n) for each LID: its rank in LID order within its role, plus a fixed start per role."""
+    out = np.empty(len(lids), np.int64)
+    for r in np.unique(role):
+        sel = np.flatnonzero(role == r)
+        sel = sel[np.argsort(lids[sel], kind="stable")]
+        out[sel] = (np.arange(len(sel)) + int(r) * n // len(ROLE_ORDER)) % n
+    return out
+
+
+def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switch: np.ndarray,
+             kept: np.ndarray) -> np.ndarray:
+    """Move as few destinations as possible so that every index carries at most
+    ceil(count / n) destinations, per role and in total.  Who gives way: destinations without a
+    kept (hinted) choice first, then channel adapters by descending LID (a node added at the end
+    is the one that moves), switch LIDs last."""
+    u = u.copy()
+    nroles = int(role.max()) + 1 if len(role) else 1
+    cnt = np.zeros((nroles, n), np.int64)
+    np.add.at(cnt, (role, u), 1)
+    bound_r = -(-cnt.sum(axis=1) // n)
+    bound = -(-len(u) // n)
+    by_lid = np.lexsort((-lids, is_switch, kept))
+    for _ in range(len(u)):
+        tot = cnt.sum(axis=0)
+        over = np.argwhere(cnt > bound_r[:, None])
+        if len(over):
+            r, c = (int(x) for x in over[0])
+            targets = np.flatnonzero(cnt[r] < bound_r[r])
+        else:
+            hot = np.flatnonzero(tot > bound)
+            if not len(hot):
+                break
+            c = int(hot[0])
+            room = {int(r): np.flatnonzero((cnt[r] < bound_r[r]) & (tot < bound)) for r in np.flatnonzero(cnt[:, c])}
+            first = next((i for i in by_lid if u[i] == c and len(room[int(role[i])])), None)
+            if first is None:
+                break
+            r, targets = int(role[first]), room[int(role[first])]
+        if not len(targets):
+            break
+        tgt = int(targets[np.argmin(tot[targets])])
+        i = next(i for i in by_lid if u[i] == c and role[i] == r)
+        u[i] = tgt
+        cnt[r, c] -= 1
+        cnt[r, tgt] += 1
+    return u
+
+
+def _hinted_up(sn: Subnet, z: Zone, hint: Tables | None) -> dict[int, int]:
+    """{LID: up-port index u} that the hint's leaves of this zone use for each destination,
+    matched by switch and destination names (LIDs may differ between the two)."""
+    if hint is None:
+        return {}
+    h = hint.subnet
+    rows = {h.name(r): r for r in range(h.n)}
+    leaf_rows = [rows[sn.name(int(r))] for r in z.leaves if sn.name(int(r)) in rows]
+    if not leaf_rows:
+        return {}
+    h_lid_of = {name: l for l, name in enumerate(h.lid_names) if name is not None}
+    names = sn.lid_names
+    sub = hint.lft[np.ix_(leaf_rows, [h_lid_of.get(n, 0) for n in names])].astype(np.int64)
+    up = sub - z.down - 1
+    out = {}
+    for lid, name in enumerate(names):
+        if name not in h_lid_of:
+            continue
+        col = up[:, lid]
+        vals = col[(col >= 0) & (col < z.U)]
+        if len(vals):
+            out[lid] = int(np.bincount(vals).argmax())  # the choice most leaves make
+    return out
+
+
+def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables) -> None:
+    """Where a hinted leaf sent a destination up a different (cabled) up-port whose spine
+    forwards it on, keep that port, and where a hinted spine used another parallel link to the
+    same leaf, keep that link: the hint's own choices survive re-routing."""
+    h = hint.subnet
+    rows = {h.name(r): r for r in range(h.n)}
+    h_lid_of = {name: l for l, name in enumerate(h.lid_names) if name is not None}
+    cols = np.array([h_lid_of.get(n, 0) for n in sn.lid_names], dtype=np.int64)
+    known = np.array([n in h_lid_of for n in sn.lid_names])
+    lo, hi = z.down + 1, z.down + z.U
+    for row in z.leaves:
+        hr = rows.get(sn.name(int(row)))
+        if hr is None:
+            continue
+        want = hint.lft[hr, cols].astype(np.int64)
+        cur = lft[row].astype(np.int64)
+        cand = np.flatnonzero(known & (want != cur) & (want >= lo) & (want <= hi) & (cur >= lo) & (cur <= hi))
+        for lid in cand:
+            port = int(want[lid])
+            if sn.peer_kind[row, port] == TO_SWITCH and _forwards(sn, lft, np.array([sn.peer_dev[row, port]]), int(lid))[0]:
+                lft[row, lid] = port
+    for row in z.spines:  # a parallel link to the same leaf
+        hr = rows.get(sn.name(int(row)))
+        if hr is None:
+            continue
+        want = np.minimum(hint.lft[hr, cols].astype(np.int64), sn.max_port)
+        cur = np.minimum(lft[row].astype(np.int64), sn.max_port)
+        same_peer = (sn.peer_kind[row, want] == TO_SWITCH) & (sn.peer_kind[row, cur] == TO_SWITCH) \
+            & (sn.peer_dev[row, want] == sn.peer_dev[row, cur]) & (want != cur) & known
+        lft[row, same_peer] = want[same_peer]
+
+
+def repair_balance(sn: Subnet, lft: np.ndarray, roles: np.ndarray, kept: np.ndarray | None = None) -> None:
     """Per switch, move single destinations between up-ports until no up-port carries more
     than ceil(routed-up / up-ports) destinations, in total and per role.
 
@@ -119,6 +225,8 @@ def repair_balance(sn: Subnet, lft: np.ndarray, roles: np.ndarray) -> None:
         if len(ports) < 2:
             continue
         up = lids[np.isin(lft[row, lids], ports)]
+        if kept is not None:  # destinations that kept a hinted route give way last
+            up = up[np.argsort(kept[up], kind="stable")]
         _repair_switch(sn, lft, row, ports, up, roles)
 
 
@@ -153,7 +261,7 @@ def _repair_switch(sn: Subnet, lft: np.ndarray, row: int, ports: np.ndarray, up:
         movable = np.flatnonzero((where == c) & (roles[up] == r))
         moved = False
         for i in movable:
-            allowed = ok & ((peer == peer[c]) if fixed[i] else True)
+            allowed = ok & ((peer == peer[c]) if fixed[i] else True) & _forwards(sn, lft, peer, up[i])
             allowed[c] = False
             if allowed.any():
                 tgt = int(np.flatnonzero(allowed)[np.argmin(tot[allowed])])
@@ -167,11 +275,19 @@ def _repair_switch(sn: Subnet, lft: np.ndarray, row: int, ports: np.ndarray, up:
             return
 
 
+def _forwards(sn: Subnet, lft: np.ndarray, peers: np.ndarray, lid: int) -> np.ndarray:
+    """For each peer switch: does it forward `lid` over a cabled port (or own it)?"""
+    nxt = lft[peers, lid].astype(np.int64)
+    own = nxt == 0
+    ok = (nxt != NO_ROUTE) & (sn.peer_kind[peers, np.minimum(nxt, sn.max_port)] != 0)
+    return ok | own
+
+
 @register
 class FatTreeEngine:
     name = "fattree"
 
-    def route(self, sn: Subnet) -> Tables:
+    def route(self, sn: Subnet, hint: Tables | None = None) -> Tables:
         zones = []
         for spec in sn.fabric.model.zones:
             if not isinstance(spec, (FatTree2, FatTree3)):
@@ -182,9 +298,13 @@ class FatTreeEngine:
         owner_zone = self._owner_zone(sn, zones)
         roles = np.array([ROLE_ORDER[sn.lid_role(l)] if self._is_lid(sn, l) else 9 for l in range(sn.max_lid + 1)])
         exits = self._zone_exits(sn, zones, owner_zone, roles)
+        kept = np.zeros(sn.max_lid + 1, bool)  # destinations whose hinted up-port was kept
         for z in zones:
-            self._route_zone(sn, z, lft, owner_zone, roles, exits[z.name])
-        repair_balance(sn, lft, roles)
+            self._route_zone(sn, z, lft, owner_zone, roles, exits[z.name], _hinted_up(sn, z, hint), kept)
+        if hint is not None:
+            for z in zones:
+                _keep_leaf_choices(sn, z, lft, hint)
+        repair_balance(sn, lft, roles, kept)
         return Tables(sn, lft, self.name)
 
     @staticmethod
@@ -230,13 +350,15 @@ class FatTreeEngine:
                     by_next[paths[o][1]].append(int(lid))
             for nxt, members in sorted(by_next.items()):
                 out = links[(k, nxt)]
-                members.sort(key=lambda l: (roles[l], l))
-                for j, lid in enumerate(members):
-                    remote[lid] = out[j % len(out)]
+                lids_ = np.array(members, dtype=np.int64)
+                pick = _per_role_round_robin(lids_, roles[lids_], len(out))
+                for lid, j in zip(members, pick.tolist()):
+                    remote[lid] = out[j]
             exits[z.name] = remote
         return exits
 
-    def _route_zone(self, sn: Subnet, z: Zone, lft: np.ndarray, owner: np.ndarray, roles: np.ndarray, remote: dict) -> None:
+    def _route_zone(self, sn: Subnet, z: Zone, lft: np.ndarray, owner: np.ndarray, roles: np.ndarray, remote: dict,
+                    hinted: dict[int, int], kept: np.ndarray) -> None:
         zi = [zz.name for zz in sn.fabric.model.zones].index(z.name)
         edge_of = np.full(sn.n, -1, np.int64)
         edge_of[z.leaves] = np.arange(len(z.leaves))
@@ -261,11 +383,23 @@ class FatTreeEngine:
         # local destinations: by where they are cabled, rotated by the leaf's index
         slot = np.where(att_port[:n_local] == 0, z.down, att_port[:n_local] - 1)
         u[:n_local] = (slot + att_edge[:n_local]) % z.U
-        # destinations in other zones: round-robin in (role, LID) order
-        far = n_local + np.lexsort((att_lid[n_local:], role[n_local:]))
-        u[far] = np.arange(len(far)) % z.U
+        # destinations in other zones: a round-robin per role, each role from its own fixed start,
+        # so a destination added to one role moves no destination of another
+        far = np.arange(n_local, len(att_lid))
+        u[far] = _per_role_round_robin(att_lid[far], role[far], z.U)
+        keep = np.array([hinted.get(int(l), -1) for l in att_lid], dtype=np.int64)
+        u = np.where(keep >= 0, keep, u)
+        u = even_out(u, role, att_lid, z.U, sn.lid_switch[att_lid] >= 0, keep >= 0)
+        kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
+        cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]
+        if not cabled.all():
+            u = self._avoid_missing(z, cabled, att_edge, u)
         pos, k = u % z.S, u // z.S
+        if not cabled.all():  # a spine reaches the leaf over one of its other parallel links
+            for i in np.flatnonzero(~cabled[att_edge, u]):
+                alt = [kk for kk in range(z.links) if cabled[att_edge[i], pos[i] + kk * z.S]]
+                k[i] = alt[0]
         in_pod = att_edge % z.L
 
         # leaves: up-port u(d), or down to the destination on this leaf
@@ -283,6 +417,49 @@ class FatTreeEngine:
         if z.three:
             lft[np.ix_(z.cores, att_lid)] = (1 + pod * z.clinks + v // z.G)[None, :]
         self._route_switch_lids(sn, z, lft, self._turn_leaf(z, remote))
+        if not cabled.all():
+            self._detour(sn, z, lft, cabled)
+
+    @staticmethod
+    def _avoid_missing(z: Zone, cabled: np.ndarray, att_edge: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Move u(d) to the next index whose spine position still has a link down to d's leaf."""
+        reach = np.stack([cabled[:, s::z.S].any(axis=1) for s in range(z.S)], axis=1)  # [leaf edge, spine pos]
+        u = u.copy()
+        for i in np.flatnonzero(~reach[att_edge, u % z.S]):
+            for step in range(1, z.U):
+                if reach[att_edge[i], (u[i] + step) % z.U % z.S]:
+                    u[i] = (u[i] + step) % z.U
+                    break
+        return u
+
+    @staticmethod
+    def _detour(sn: Subnet, z: Zone, lft: np.ndarray, cabled: np.ndarray) -> None:
+        """Entries that point at an uncabled port: a leaf takes another up-port (a parallel link to
+        the same spine first, else any spine that forwards the LID on), a spine another link to the
+        same leaf.  The balance repair evens the leaf's up-ports afterwards."""
+        for e, row in enumerate(z.leaves):
+            for u_m in np.flatnonzero(~cabled[e]):
+                port = z.down + 1 + int(u_m)
+                lids = np.flatnonzero(lft[row] == port)
+                same = [uu for uu in range(int(u_m) % z.S, z.U, z.S) if cabled[e, uu]]
+                others = [uu for uu in range(z.U) if cabled[e, uu] and uu not in same]
+                for j, lid in enumerate(lids):
+                    for uu in same + others[j % max(len(others), 1):] + others[: j % max(len(others), 1)]:
+                        peer = int(sn.peer_dev[row, z.down + 1 + uu])
+                        nxt = int(lft[peer, lid])
+                        if nxt != NO_ROUTE and sn.peer_kind[peer, nxt] != 0:
+                            lft[row, lid] = z.down + 1 + uu
+                            break
+        for row in z.spines:
+            bad = np.flatnonzero((lft[row] != NO_ROUTE) & (lft[row] != 0)
+                                 & (sn.peer_kind[row, np.minimum(lft[row], sn.max_port)] == 0))
+            for lid in bad:
+                port = int(lft[row, lid])
+                first = port - 1 - (port - 1) % z.links + 1  # first parallel link to the same leaf
+                for alt in range(first, first + z.links):
+                    if sn.peer_kind[row, alt] != 0:
+                        lft[row, lid] = alt
+                        break
 
     @staticmethod
     def _turn_leaf(z: Zone, remote: dict) -> int:

@@ -8,6 +8,7 @@ built once per plane in O(cables) and every later question ("who is behind port 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -49,6 +50,12 @@ class Subnet:
         if self.lid_switch[lid] >= 0:
             return self.name(int(self.lid_switch[lid]))
         return self.fabric.ports[int(self.lid_port[lid])].ca
+
+    @cached_property
+    def lid_names(self) -> list[str | None]:
+        """Name of every LID's owner (None for unused LIDs)."""
+        return [self.lid_name(l) if (self.lid_switch[l] >= 0 or self.lid_port[l] >= 0) else None
+                for l in range(self.max_lid + 1)]
 
     def lid_role(self, lid: int) -> str:
         """Role of the destination: the node's role for a CA port, 'switch' for a switch."""

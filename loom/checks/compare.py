@@ -1,0 +1,177 @@
+"""`loom diff`: what a model change does to the fabric, for review and for CI.
+
+Both revisions are expanded, routed and checked; then compared by *names*, not numbers
+(adding a node shifts the LIDs of later nodes, but no route moves because of that):
+- forwarding: for every (switch, destination name) the out-port; LFT entries changed per
+  switch; destinations *moved* (their own cabling changed), *rerouted* (cabling unchanged,
+  some switch now forwards them elsewhere), added and removed;
+- cabling: host cables by (CA, port), switch cables by their two ends: added, removed, moved;
+- verdicts before/after (reachable, deadlock-free, balance within bound), leaf up-ports above
+  the bound, and node types whose host layout changed (the host settings derive from them).
+A regression is a verdict that held on base and fails on head, or balance further above its
+lower bound than on base by more than the tolerance.  Pure growth: nodes or cables added,
+nothing removed, no existing destination moved or rerouted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from loom.expand import HOST, Fabric
+from loom.routing import route
+from loom.routing.base import NO_ROUTE, Tables
+
+from . import check_tables
+from .balance import leaf_port_loads
+from .paths import Walk
+
+
+@dataclass
+class Side:
+    label: str
+    fabric: Fabric
+    tables: list[Tables]
+    reports: list[dict]
+
+    @property
+    def routed(self) -> bool:
+        return bool(self.tables)
+
+    def verdicts(self) -> dict:
+        if not self.routed:
+            return {"reachable": None, "deadlock_free": None, "balance_within_bound": None, "qos_isolation": None}
+        return {
+            "reachable": all(r["reachable"] for r in self.reports),
+            "deadlock_free": all(r["deadlock_free"] for r in self.reports),
+            "balance_within_bound": all(r["balance"]["within_bound"] for r in self.reports),
+            "qos_isolation": None,  # no traffic classes in the model yet
+        }
+
+    def balance(self) -> dict | None:
+        if not self.routed:
+            return None
+        worst = max(self.reports, key=lambda r: r["balance"]["max_dest_per_up_port"] - r["balance"]["lower_bound"])
+        b = worst["balance"]
+        return {"max_dest_per_up_port": b["max_dest_per_up_port"], "lower_bound": b["lower_bound"],
+                "excess": b["max_dest_per_up_port"] - b["lower_bound"],
+                "storage": b["per_role"].get("storage", {}).get("max_dest_per_up_port"), "ebb": worst["ebb"]}
+
+
+def evaluate(label: str, fabric: Fabric, ebb_samples: int = 100, hint: Side | None = None) -> Side:
+    """Route and check one revision; with `hint`, keep the other revision's routes where balance
+    allows (what `loom plan` does against the live fabric), so the diff shows what must move."""
+    if fabric.technology != "infiniband":
+        return Side(label, fabric, [], [])
+    tables = route(fabric, hint=hint.tables if hint and hint.routed else None)
+    return Side(label, fabric, tables, [check_tables(t, ebb_samples) for t in tables])
+
+
+def forwarding(t: Tables) -> dict[tuple[str, str], int]:
+    """(switch name, destination name) → out port, for every routed entry."""
+    sn = t.subnet
+    lids = np.flatnonzero((sn.lid_switch >= 0) | (sn.lid_port >= 0))
+    names = [sn.lid_name(int(l)) for l in lids]
+    out = {}
+    for row in range(sn.n):
+        sw = sn.name(row)
+        for name, port in zip(names, t.lft[row, lids].tolist()):
+            if port != NO_ROUTE:
+                out[(sw, name)] = port
+    return out
+
+
+def raw_entries(t: Tables) -> dict[tuple[str, int], int]:
+    sn = t.subnet
+    rows, lids = np.nonzero(t.lft != NO_ROUTE)
+    return {(sn.name(int(r)), int(l)): int(t.lft[r, l]) for r, l in zip(rows, lids)}
+
+
+def cabling(f: Fabric) -> tuple[dict, set]:
+    """Host cables {(CA, port): (switch, port)} and switch cables {frozenset of two (switch, port)}."""
+    c = f.cables
+    hosts, links = {}, set()
+    for i in range(len(c)):
+        b = (f.switches[int(c.b_dev[i])].name, int(c.b_port[i]))
+        if c.a_kind[i] == HOST:
+            p = f.ports[int(c.a_dev[i])]
+            hosts[(p.ca, p.port)] = b
+        else:
+            links.add(frozenset([(f.switches[int(c.a_dev[i])].name, int(c.a_port[i])), b]))
+    return hosts, links
+
+
+def ports_above_bound(t: Tables) -> list[dict]:
+    sn = t.subnet
+    rows, cols, loads, bound = leaf_port_loads(Walk(t))
+    over = loads > bound
+    return [{"switch": sn.name(int(r)), "port": int(c), "destinations": int(l), "bound": int(b)}
+            for r, c, l, b in zip(rows[over], cols[over], loads[over], bound[over])]
+
+
+def compare(base: Side, head: Side, tolerance: int = 0) -> dict:
+    vb, vh = base.verdicts(), head.verdicts()
+    # balance is judged by its excess over the bound, with the tolerance; the rest are yes/no
+    regressions = [f"{k} held on base and fails on head" for k in vb
+                   if k != "balance_within_bound" and vb[k] is True and vh[k] is False]
+    bb, bh = base.balance(), head.balance()
+    if bb and bh and bh["excess"] > bb["excess"] + tolerance:
+        regressions.append(f"balance: max {bh['max_dest_per_up_port']} destinations per up-port vs bound {bh['lower_bound']} "
+                           f"(base {bb['max_dest_per_up_port']} vs {bb['lower_bound']}; tolerance {tolerance})")
+    hosts_b, links_b = cabling(base.fabric)
+    hosts_h, links_h = cabling(head.fabric)
+    cables = {
+        "added": sorted(f"{ca}/{p} -> {hosts_h[(ca, p)][0]}/{hosts_h[(ca, p)][1]}" for ca, p in set(hosts_h) - set(hosts_b))
+        + sorted(_link(l) for l in links_h - links_b),
+        "removed": sorted(f"{ca}/{p} -> {hosts_b[(ca, p)][0]}/{hosts_b[(ca, p)][1]}" for ca, p in set(hosts_b) - set(hosts_h))
+        + sorted(_link(l) for l in links_b - links_h),
+        "moved": sorted(f"{ca}/{p}: {hosts_b[(ca, p)][0]}/{hosts_b[(ca, p)][1]} -> {hosts_h[(ca, p)][0]}/{hosts_h[(ca, p)][1]}"
+                        for ca, p in set(hosts_b) & set(hosts_h) if hosts_b[(ca, p)] != hosts_h[(ca, p)]),
+    }
+    moved_cas = {ca for ca, p in set(hosts_b) & set(hosts_h) if hosts_b[(ca, p)] != hosts_h[(ca, p)]}
+    out = {
+        "base": {"label": base.label, "fabric": base.fabric.name, "verdicts": vb, "balance": bb},
+        "head": {"label": head.label, "fabric": head.fabric.name, "verdicts": vh, "balance": bh},
+        "cables": cables,
+        "host_settings_changed": _host_changes(base.fabric, head.fabric),
+    }
+    routing = {"lft_entries_changed": 0, "per_switch": {}, "destinations_moved": [], "destinations_rerouted": [],
+               "destinations_added": [], "destinations_removed": [], "ports_above_bound": []}
+    if base.routed and head.routed:
+        for tb, th in zip(base.tables, head.tables):
+            rb, rh = raw_entries(tb), raw_entries(th)
+            per_switch: dict[str, int] = {}
+            for key in set(rb) | set(rh):
+                if rb.get(key) != rh.get(key):
+                    per_switch[key[0]] = per_switch.get(key[0], 0) + 1
+            routing["per_switch"].update(per_switch)
+            routing["lft_entries_changed"] += sum(per_switch.values())
+            fb, fh = forwarding(tb), forwarding(th)
+            dests_b = {d for _, d in fb}
+            dests_h = {d for _, d in fh}
+            changed = {key[1] for key, port in fh.items() if key in fb and fb[key] != port}
+            routing["destinations_added"] += sorted(dests_h - dests_b)
+            routing["destinations_removed"] += sorted(dests_b - dests_h)
+            routing["destinations_moved"] += sorted(d for d in changed if d in moved_cas)
+            routing["destinations_rerouted"] += sorted(d for d in changed if d not in moved_cas)
+            routing["ports_above_bound"] += ports_above_bound(th)
+    out["routing"] = routing
+    out["growth"] = bool(cables["added"]) and not cables["removed"] and not cables["moved"] and \
+        not routing["destinations_moved"] and not routing["destinations_rerouted"] and not routing["destinations_removed"]
+    out["regressions"] = regressions
+    out["exit"] = 1 if regressions else 0
+    return out
+
+
+def _link(pair: frozenset) -> str:
+    (a, pa), (b, pb) = sorted(pair)
+    return f"{a}/{pa} <-> {b}/{pb}"
+
+
+def _host_changes(a: Fabric, b: Fabric) -> list[str]:
+    ta, tb = a.model.node_types, b.model.node_types
+    out = [f"node type {n}: host layout changed" for n in sorted(set(ta) & set(tb)) if ta[n] != tb[n]]
+    out += [f"node type {n}: added" for n in sorted(set(tb) - set(ta))]
+    out += [f"node type {n}: removed" for n in sorted(set(ta) - set(tb))]
+    return out

@@ -1,0 +1,91 @@
+"""`loom diff` on the two-zone fabric: moved node, removed spine link, growth, broken head."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from loom.cli import app
+
+TOPO = Path(__file__).parent.parent / "topology"
+FF2 = TOPO / "fire-flyer-2.yaml"
+runner = CliRunner()
+STORAGE = 'homing: dual, name_pattern: "st{index:03d}"}'
+
+
+def variant(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    text = FF2.read_text()
+    assert old in text
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def diff(head: Path, *extra: str) -> tuple[int, dict]:
+    r = runner.invoke(app, ["diff", str(FF2), "--base-file", str(FF2), "--head-file", str(head), "--format", "json", *extra])
+    assert "Traceback" not in r.output, r.output
+    return r.exit_code, (json.loads(r.output) if r.output.startswith("{") else {"output": r.output})
+
+
+def test_moving_one_storage_node_reports_exactly_its_routes_and_cables(tmp_path):
+    head = variant(tmp_path, "moved", STORAGE, STORAGE[:-1] + ", pinned: {st000: [36, 36]}}")
+    code, d = diff(head)
+    assert code == 0 and not d["regressions"]
+    r = d["routing"]
+    assert r["destinations_moved"] == ["st000-mlx5_0", "st000-mlx5_1"]
+    assert r["destinations_rerouted"] == [] and r["destinations_added"] == [] and r["destinations_removed"] == []
+    assert d["cables"]["moved"] == ["st000-mlx5_0/1: z0-leaf0/16 -> z0-leaf36/20",
+                                    "st000-mlx5_1/1: z1-leaf0/16 -> z1-leaf36/20"]
+    assert d["cables"]["added"] == [] and d["cables"]["removed"] == []
+    assert 0 < r["lft_entries_changed"] <= 2 * 120  # its two LIDs, at most once per switch
+    assert not d["growth"]
+
+
+def test_removing_a_spine_link_is_a_balance_regression(tmp_path):
+    z0 = "leaf_up: 20, oversubscription: 1}"
+    head = variant(tmp_path, "cut", z0, "leaf_up: 20, oversubscription: 1, missing_links: [{leaf: 5, up_port: 3}]}")
+    code, d = diff(head)
+    assert code == 1
+    assert d["head"]["verdicts"]["reachable"] and d["head"]["verdicts"]["deadlock_free"]  # still routes around it
+    assert any("balance" in x for x in d["regressions"])
+    assert d["cables"]["removed"] == ["z0-leaf5/24 <-> z0-spine3/6"]  # leaf port 21+3, spine port 1+5
+    assert all(p["switch"] == "z0-leaf5" for p in d["routing"]["ports_above_bound"])
+    # a tolerance lets the degradation through
+    code, _ = diff(head, "--balance-tolerance", "10")
+    assert code == 0
+
+
+def test_adding_a_compute_node_on_a_free_port_is_growth(tmp_path):
+    head = variant(tmp_path, "grow", "subnet_manager: z0-m00", "  - {name: extra, node_type: a100-pcie, role: compute, count: 1, "
+                   'zones: [z0], name_pattern: "z0-x{index:03d}"}\n\nsubnet_manager: z0-m00')
+    code, d = diff(head)
+    assert code == 0 and d["growth"], d["routing"]["destinations_rerouted"][:5]
+    assert d["routing"]["destinations_added"] == ["z0-x000-mlx5_0"]
+    assert d["cables"]["added"] == ["z0-x000-mlx5_0/1 -> z0-leaf35/20"]
+
+
+def test_unparseable_head_exits_2_with_the_error(tmp_path):
+    head = variant(tmp_path, "broken", "leaves: 40, spines: 20", "leaves: forty, spines: 20")
+    r = runner.invoke(app, ["diff", str(FF2), "--base-file", str(FF2), "--head-file", str(head)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "zones[0].leaves" in r.output and "valid integer" in r.output
+
+
+def test_markdown_and_git_revisions(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "topology").mkdir(parents=True)
+    model = repo / "topology" / "ff2.yaml"
+    model.write_text(FF2.read_text())
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    model.write_text(FF2.read_text().replace(STORAGE, STORAGE[:-1] + ", pinned: {st001: [37, 37]}}"))
+    r = runner.invoke(app, ["diff", str(model), "--base", "HEAD", "--format", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert "## loom diff: fire-flyer-2 (HEAD → working tree)" in r.output
+    assert "destinations moved (their cabling changed): 2" in r.output
+    assert "| reachable | ✅ | ✅ |" in r.output
