@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 FABRIC ?= fire-flyer-2
 MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
-APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium
 
 .PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing validate show check sim-up sim-down sim-status plan apply clean
 
@@ -20,7 +20,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-# Debian packages for the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk).
+# Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
+# headless Chromium (the cabling-sheet test renders the HTML in it).
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

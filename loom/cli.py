@@ -199,12 +199,14 @@ def _print_check(name: str, p: dict) -> None:
 
 
 @app.command()
-def docs(out_file: Path = typer.Option(Path("docs/model.md"), "--out", help="where to write the model reference")) -> None:
-    """Write the model reference generated from the schema."""
+def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for the generated references")) -> None:
+    """Write the references generated from the code: docs/model.md, docs/cabling.md."""
+    from loom.render.cabling import columns_doc
     from loom.render.model_doc import model_reference
 
-    _write(out_file, model_reference())
-    out.print(f"wrote {out_file}", highlight=False)
+    for name, text in (("model.md", model_reference()), ("cabling.md", columns_doc())):
+        _write(out_dir / name, text)
+        out.print(f"wrote {out_dir / name}", highlight=False)
 
 
 def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: str) -> tuple[Path, str]:
@@ -276,6 +278,94 @@ def diff_cmd(
     else:
         sys.stdout.write(markdown(d) if fmt == "markdown" else summary(d))
     raise typer.Exit(d["exit"])
+
+
+def _cable_plan(path: Path, fabric: Fabric):
+    from loom.model.catalogue import load_catalogue
+    from loom.render.cabling import cable_plan
+
+    m = fabric.model
+    if m.cabling is None:
+        err.print(f"[red]error:[/red] {path}: the model has no `cabling:` section\n"
+                  "  fix: add cabling: {site: <name>, catalogue: catalogue/nvidia-hdr.yaml}", highlight=False)
+        raise typer.Exit(1)
+    try:
+        return cable_plan(fabric, load_catalogue(path, m.cabling.catalogue))
+    except ModelError as exc:
+        from loom.model import locate
+
+        _print_model_error(path, locate(path, exc) if not exc.file else exc)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def cabling(
+    args: list[str] = typer.Argument(..., help="MODEL, or: diff OLD NEW (model files)"),
+    fmt: str = typer.Option("csv", "--format", help="csv, xlsx or html (diff: text or csv)"),
+    out_file: Path | None = typer.Option(None, "--out", help="file to write (default: standard output for text)"),
+    base: str | None = typer.Option(None, "--base", help="diff: git revision of NEW to use as OLD"),
+) -> None:
+    """Cabling sheets: `loom cabling MODEL --format csv|xlsx|html --out PATH`;
+    change sheets: `loom cabling diff OLD NEW` (or `diff MODEL --base REV`)."""
+    import tempfile
+
+    if args[0] == "diff":
+        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text
+
+        if len(args) == 3:
+            old_p, new_p = Path(args[1]), Path(args[2])
+            tmpdir = None
+        elif len(args) == 2 and base:
+            tmpdir = tempfile.TemporaryDirectory(prefix="loom-cabling-")
+            new_p = Path(args[1])
+            try:
+                old_p, _ = _model_at(new_p, base, None, Path(tmpdir.name), "base")
+            except _DiffError as exc:
+                err.print(f"[red]error:[/red] {exc}", highlight=False)
+                raise typer.Exit(1) from None
+            (Path(tmpdir.name) / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
+        else:
+            err.print("[red]error:[/red] use `loom cabling diff OLD NEW` or `loom cabling diff MODEL --base REV`")
+            raise typer.Exit(2)
+        old_f, new_f = _fabric(old_p), _fabric(new_p)
+        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, _cable_plan(new_p, new_f))
+        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines)
+        if tmpdir:
+            tmpdir.cleanup()
+    else:
+        if len(args) != 1:
+            err.print("[red]error:[/red] give one MODEL (or `diff OLD NEW`)")
+            raise typer.Exit(2)
+        model = Path(args[0])
+        fabric = _fabric(model)
+        plan = _cable_plan(model, fabric)
+        if fmt == "csv":
+            from loom.render.cabling import to_csv
+
+            text = to_csv(plan)
+        elif fmt == "html":
+            from loom.render.cabling_docs import to_html
+
+            text = to_html(fabric, plan)
+        elif fmt == "xlsx":
+            from loom.render.cabling_docs import to_xlsx
+
+            if out_file is None:
+                err.print("[red]error:[/red] --format xlsx needs --out FILE")
+                raise typer.Exit(2)
+            from loom.push.files import write_atomic
+
+            write_atomic(out_file, to_xlsx(fabric, plan))
+            out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False)
+            return
+        else:
+            err.print(f"[red]error:[/red] --format must be csv, xlsx or html, not {fmt}")
+            raise typer.Exit(2)
+    if out_file is None:
+        sys.stdout.write(text)
+    else:
+        _write(out_file, text)
+        out.print(f"wrote {out_file}", highlight=False)
 
 
 sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric (ibsim + OpenSM).")

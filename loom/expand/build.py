@@ -40,6 +40,7 @@ class Draft:
     ports: list[dict] = field(default_factory=list)
     racks: list[str] = field(default_factory=list)
     subnets: np.ndarray | None = None  # /31 base per cable (Ethernet)
+    policy_port: dict[int, tuple[int, int]] = field(default_factory=dict)  # pinned host port → (switch, port) by policy
 
     def zone(self, name: str):
         return next(z for z in self.model.zones if z.name == name)
@@ -156,6 +157,7 @@ def step_nodes(d: Draft) -> None:
                                     zone=zone, speed_gbps=speed))
                 if pins:
                     holes.append((plane, zone, edge, port))
+                    d.policy_port[hp] = (sw, port)
                     pinned.append((len(d.cables), hp, zone, pins[j], ("node_groups", gi, "pinned", name)))
                 d.cables.append((HOST, hp, p, SWITCH, sw, port, CABLE_KINDS.index("host"), plane, speed))
     for plane, zone, edge, port in holes:

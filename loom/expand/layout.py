@@ -1,8 +1,9 @@
 """Physical placement: which rack and rack unit (RU) every switch and node occupies.
 
 The rule (documented for the cabling sheets):
-- node racks hold nodes ordered by where their first NIC port is cabled (plane, zone, leaf,
-  port), stacked from RU 1 upwards; a rack is closed when the next node would reach into the
+- node racks hold nodes ordered by where their first NIC port is cabled by the placement policy
+  (plane, leaf, port; a pinned node keeps the rack its policy port gives it, so pinning
+  re-cables a node without moving any node), stacked from RU 1 upwards; a rack is closed when the next node would reach into the
   top `leaf_units_per_node_rack` units, which are kept for leaves;
 - a leaf goes to the top of the node rack that holds its first node, while that rack has leaf
   units left; other leaves, spines and cores go to network racks, `switches_per_network_rack`
@@ -34,6 +35,7 @@ def place_racks(d) -> None:
     for a_kind, a_dev, _, _, b_dev, b_port, *_ in d.cables:
         if a_kind == HOST:
             hp = d.ports[a_dev]
+            b_dev, b_port = d.policy_port.get(a_dev, (b_dev, b_port))
             sw = d.switches[b_dev]
             first_port.setdefault(hp["node"], (sw["plane"], sw["index"], b_port))
     order = sorted(range(len(d.nodes)), key=lambda n: first_port[n])

@@ -218,6 +218,16 @@ class Layout(Strict):
     switches_per_network_rack: PositiveInt = Field(16, description="spine/core switches per network rack")
     leaf_units_per_node_rack: int = Field(2, ge=0, description="units at the top of a node rack kept for its leaves")
     rack_name: str = Field("{row}{rack:02d}", description="rack name; fields {row} (letter) {rack} (number in row)")
+    rack_width_m: float = Field(0.6, gt=0, description="rack width: distance between neighbouring racks of a row")
+    row_pitch_m: float = Field(3.0, gt=0, description="distance between two rows (rack depth + aisle)")
+    ru_height_m: float = Field(0.04445, gt=0, description="height of one rack unit")
+    tray_rise_m: float = Field(0.5, ge=0, description="from the top of a rack up to the overhead cable tray")
+
+
+class Cabling(Strict):
+    site: str = Field(description="site name printed on every cable end")
+    catalogue: str = Field(description="cable catalogue file (YAML), relative to the model file")
+    slack_m: float = Field(1.0, ge=0, description="slack added to every measured cable run")
 
 
 class SwitchNaming(Strict):
@@ -241,6 +251,7 @@ class Model(Strict):
     addressing: Addressing = Field(default_factory=Addressing, description="Ethernet addressing pools and ASNs")
     layout: Layout = Field(default_factory=Layout, description="physical placement rules")
     naming: SwitchNaming = Field(default_factory=SwitchNaming, description="switch naming patterns")
+    cabling: Cabling | None = Field(None, description="what the cabling sheets need: site and cable catalogue")
 
     @property
     def plane_count(self) -> int:

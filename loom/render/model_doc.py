@@ -28,6 +28,7 @@ SECTIONS = [
     (schema.Addressing, "`addressing` (Ethernet fabrics)."),
     (schema.Layout, "`layout`: physical placement."),
     (schema.SwitchNaming, "`naming`: switch name patterns."),
+    (schema.Cabling, "`cabling`: site and cable catalogue for the cabling sheets."),
 ]
 
 

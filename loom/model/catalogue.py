@@ -1,0 +1,48 @@
+"""The cable catalogue a model's cabling sheets draw from: media, the lengths actually sold and
+their part numbers.  A separate YAML file (`cabling.catalogue`), validated like a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from .errors import ModelError, Problem
+from .schema import Speed, Strict
+
+
+class Medium(Strict):
+    kind: str = Field(description="DAC, AOC or fiber")
+    description: str = Field("", description="free text for the bill of materials")
+    speeds: list[Speed] = Field(min_length=1, description="link speeds this medium carries")
+    max_m: float = Field(gt=0, description="longest run this medium allows")
+    lengths: dict[float, str] = Field(min_length=1, description="sold length in metres → part number")
+    transceiver: str | None = Field(None, description="transceiver part (two per cable) for fibre runs")
+    fiber: str | None = Field(None, description="fibre type, e.g. OM4 MPO-12")
+
+    @field_validator("lengths")
+    @classmethod
+    def _sorted(cls, v: dict[float, str]) -> dict[float, str]:
+        return dict(sorted(v.items()))
+
+
+class Catalogue(Strict):
+    media: list[Medium] = Field(min_length=1, description="media, tried in order")
+
+
+def load_catalogue(model_path: Path, relative: str) -> Catalogue:
+    """Load the catalogue named by a model (path relative to the model file)."""
+    import yaml
+    from pydantic import ValidationError
+
+    path = (Path(model_path).parent / relative).resolve()
+    try:
+        data = yaml.safe_load(path.read_text())
+        return Catalogue.model_validate(data)
+    except OSError as exc:
+        raise ModelError(str(model_path), [Problem("cabling.catalogue", f"cannot read catalogue {path} ({exc.strerror})",
+                                                   "give a catalogue path relative to the model file")]) from None
+    except (yaml.YAMLError, ValidationError) as exc:
+        first = str(exc).splitlines()[0:3]
+        raise ModelError(str(path), [Problem("", f"not a valid cable catalogue: {' '.join(first)}",
+                                             "see topology/catalogue/nvidia-hdr.yaml for the format")]) from None
