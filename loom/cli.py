@@ -149,9 +149,13 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
     Exit 0 only when every plane is reachable, deadlock-free and within the balance bound."""
     from loom.checks import check_tables
 
+    from loom.qos import plan_qos
+
     fabric, tables = _route(model, engine)
-    planes = [check_tables(t, ebb_samples) for t in tables]
-    ok = all(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] for p in planes)
+    qos = plan_qos(fabric.model)
+    planes = [check_tables(t, ebb_samples, qos) for t in tables]
+    ok = all(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] and (p["qos"] is None or p["qos"]["ok"])
+             for p in planes)
     report = {"fabric": fabric.name, "ok": ok, **planes[0]} if len(planes) == 1 else {"fabric": fabric.name, "ok": ok, "planes": planes}
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, default=_np_default) + "\n")
@@ -182,6 +186,14 @@ def _print_check(name: str, p: dict) -> None:
     out.print(f"  deadlock-free:  {verdict(p['deadlock_free'])}  {p['deadlock']['channels']} channels, "
               f"{p['deadlock']['dependencies']} dependencies (CA-to-CA only: "
               f"{'free' if p['deadlock']['ca_to_ca_deadlock_free'] else 'LOOP'})")
+    if p["qos"]:
+        q = p["qos"]
+        out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(
+            f"{c['name']} SL{c['sl']}/VL{c['vl']} {c['weight_share']:.1%}{'' if c['isolated'] else ' (shared)'}" for c in q["classes"]))
+        out.print(f"    per VL deadlock-free: " + ", ".join(f"VL{v} {'yes' if r['deadlock_free'] else 'NO'}" for v, r in q["per_vl"].items())
+                  + f"; on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} of credit loops")
+        for prob in q["problems"]:
+            out.print(f"    [red]{prob}[/red]", highlight=False)
     if p["cycle"]:
         out.print("  credit loop:")
         for hop in p["cycle"]:
@@ -396,10 +408,15 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     from loom.push.sim import SimError
     from loom.render.opensm import guid2lid
 
+    from loom.qos import plan_qos
+    from loom.qos.render import opensm_qos_conf
+
     fabric, tables = _phase("route", _routed, model)
     d = Daemons.of(fabric.name)
+    qos = plan_qos(fabric.model)
+    conf = opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n"
     try:
-        what = _phase("sim up", d.start, fabric, guid2lid(tables))
+        what = _phase("sim up", d.start, fabric, guid2lid(tables), conf)
     except SimError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
@@ -440,7 +457,7 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
     from loom.push.daemon import Daemons
-    from loom.push.plan import PlanError, make_plan, write_plan
+    from loom.push.plan import PlanError, has_changes, make_plan
     from loom.push.sim import SimError
 
     fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
@@ -453,15 +470,26 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
     _print_plan(p)
-    raise typer.Exit(2 if p["changes"]["entries_changed"] else 0)
+    raise typer.Exit(2 if has_changes(p) else 0)
 
 
 def _print_plan(p: dict) -> None:
-    c = p["changes"]
+    from loom.push.plan import has_changes
+
+    c, q = p["changes"], p["qos"]
     if p["drift"]:
         out.print(f"[yellow]drift:[/yellow] {p['drift']}")
+    if not has_changes(p):
+        out.print(f"[green]No changes.[/green] The live tables of {p['fabric']} match the model"
+                  + (" (routing and QoS)." if q["intent"] else "."))
+        return
+    if q["conf_changes"] or q["ports_differing"]:
+        out.print(f"QoS: {'OpenSM QoS options change; ' if q['conf_changes'] else ''}"
+                  f"{q['ports_differing']} ports hold other SL2VL/VLArb tables than the model wants")
+        for e in q["examples"]:
+            out.print(f"    {e}", highlight=False)
     if not c["entries_changed"]:
-        out.print(f"[green]No changes.[/green] The live tables of {p['fabric']} match the model.")
+        out.print("Routing: no LFT changes.")
         return
     out.print(f"Plan for {p['fabric']}: [bold]{c['entries_changed']}[/bold] LFT entries on "
               f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move")

@@ -9,22 +9,34 @@ from .balance import check_balance
 from .deadlock import check_deadlock
 from .ebb import effective_bisection_bandwidth
 from .paths import Walk
+from .qos import check_qos
 from .reachability import check_reachability
 
 
-def check_tables(tables: Tables, ebb_samples: int = 200) -> dict:
-    """Every check on one subnet; keys are the JSON contract of `loom check --json`."""
+def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
+    """Every check on one subnet; keys are the JSON contract of `loom check --json`.
+
+    With a QoS plan, `deadlock_free` is the per-VL verdict (what the hardware needs) and
+    `deadlock_free_single_vl` says whether the routing would also be safe on one VL."""
     walk = Walk(tables)
     reach = check_reachability(walk)
     dead = check_deadlock(walk)
+    q = check_qos(walk, qos) if qos is not None else None
+    if q:
+        vl_cycles = [v["cycle"] for v in q["per_vl"].values() if not v["deadlock_free"]]
+        free, cycle = not vl_cycles, (vl_cycles[0] if vl_cycles else None)
+    else:
+        free, cycle = dead.deadlock_free, dead.cycle
     bal = check_balance(walk)
     ebb = effective_bisection_bandwidth(walk, ebb_samples) if ebb_samples else {}
     return {
         "plane": tables.subnet.plane,
         "engine": tables.engine,
         "reachable": reach.reachable,
-        "deadlock_free": dead.deadlock_free,
-        "cycle": dead.cycle,
+        "deadlock_free": free,
+        "deadlock_free_single_vl": dead.deadlock_free,
+        "cycle": cycle,
+        "qos": q,
         "balance": bal.as_dict(),
         "ebb": round(sum(ebb.values()) / len(ebb), 4) if ebb else None,
         "ebb_by_zone": ebb,

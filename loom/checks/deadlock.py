@@ -62,11 +62,13 @@ def _visited(walk: Walk, lids: np.ndarray) -> np.ndarray:
     return seen
 
 
-def dependencies(walk: Walk, sources: str = "all") -> tuple[np.ndarray, np.ndarray, int]:
-    """(from channel ids, to channel ids, channel count): one entry per distinct dependency."""
+def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(from channel ids, to channel ids, channel count): one entry per distinct dependency,
+    over packets to `lids` (default: every LID for "all" sources, CA LIDs for "ca")."""
     sn, lft = walk.tables.subnet, walk.tables.lft
     ports = sn.max_port + 1
-    lids = walk.valid_lids if sources == "all" else sn.ca_lids
+    if lids is None:
+        lids = walk.valid_lids if sources == "all" else sn.ca_lids
     nxt = walk.next_switch[:, lids]
     out_port = lft[:, lids].astype(np.int64)
     rows = np.repeat(np.arange(sn.n)[:, None], len(lids), axis=1)
@@ -85,9 +87,11 @@ def dependencies(walk: Walk, sources: str = "all") -> tuple[np.ndarray, np.ndarr
     return pairs // n, pairs % n, n
 
 
-def check_deadlock(walk: Walk, sources: str = "all") -> Deadlock:
+def check_deadlock(walk: Walk, sources: str = "all", lids: np.ndarray | None = None) -> Deadlock:
+    """Is the channel-dependency graph acyclic?  `lids` restricts it to packets for those
+    destinations (one VL's traffic); `sources` as in the module doc."""
     sn = walk.tables.subnet
-    a, b, n = dependencies(walk, sources)
+    a, b, n = dependencies(walk, sources, lids)
     ports = sn.max_port + 1
     graph = csr_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n))
     ncomp, label = connected_components(graph, directed=True, connection="strong")

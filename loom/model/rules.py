@@ -323,7 +323,39 @@ def missing_links(model: Model) -> Iterator[Finding]:
             seen.add((m.leaf, m.up_port))
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names, pins, missing_links)
+def qos(model: Model) -> Iterator[Finding]:
+    if model.qos is None:
+        return
+    classes = model.qos.classes
+    names = [c.name for c in classes]
+    for dup in _duplicates(names):
+        yield Finding(("qos", "classes"), f"traffic class `{dup}` is defined twice", "give every class its own name")
+    defaults = [i for i, c in enumerate(classes) if c.default]
+    if len(defaults) > 1:
+        yield Finding(("qos", "classes", defaults[1], "default"), "more than one class is the default",
+                      "mark exactly one class `default: true` (it carries unmarked traffic on SL 0)")
+    lim = model.qos.limits
+    if model.technology == "infiniband":
+        isolated = [c.name for c in classes if c.isolated]
+        need = len(isolated) + (1 if len(isolated) < len(classes) else 0)
+        if need > lim.data_vls:
+            yield Finding(("qos", "limits", "data_vls"),
+                          f"{len(isolated)} isolated classes ({', '.join(isolated)}) need {need} VLs but the ports support "
+                          f"{lim.data_vls}: two isolated classes would have to share a VL",
+                          "set isolated: false on classes that may share, or use ports with more VLs")
+    else:
+        lossless = [c.name for c in classes if c.lossless]
+        if len(lossless) > lim.lossless_priorities:
+            yield Finding(("qos", "limits", "lossless_priorities"),
+                          f"{len(lossless)} lossless classes ({', '.join(lossless)}) but only {lim.lossless_priorities} PFC priorities",
+                          "make some classes lossy, or use switches with more lossless priorities")
+        isolated = [c.name for c in classes if c.isolated]
+        if len(isolated) + (1 if len(isolated) < len(classes) else 0) > lim.queues:
+            yield Finding(("qos", "limits", "queues"), f"{len(isolated)} isolated classes need more queues than the {lim.queues} per port",
+                          "set isolated: false on classes that may share a queue")
+
+
+RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names, pins, missing_links, qos)
 
 
 def check_rules(model: Model) -> list[Finding]:

@@ -237,6 +237,30 @@ class SwitchNaming(Strict):
     bigraph: str = Field("{zone}-{part}{index}", description="BiGraph switch name; {part} is upper/lower")
 
 
+class TrafficClass(Strict):
+    name: Name = Field(description="class name, e.g. nccl, storage")
+    share: float = Field(gt=0, description="share of link bandwidth (any unit: shares are normalised)")
+    lossless: bool = Field(False, description="RoCE: PFC-protected priority (InfiniBand is always lossless)")
+    isolated: bool = Field(True, description="must never share a VL (InfiniBand) or queue (RoCE) with another class")
+    default: bool = Field(False, description="the class of unmarked traffic: gets SL 0 / DSCP 0")
+    destinations: list[Literal["compute", "storage", "management", "other", "switch"]] | None = Field(
+        None, description="roles of the nodes this class's traffic goes to (default: all); the per-VL deadlock "
+        "check follows only these destinations")
+    env_sl: list[str] = Field(default_factory=list, description="environment variables that carry the SL, e.g. NCCL_IB_SL")
+    env_tc: list[str] = Field(default_factory=list, description="environment variables that carry the traffic class, e.g. NCCL_IB_TC")
+
+
+class QosLimits(Strict):
+    data_vls: Literal[1, 2, 4, 8, 15] = Field(8, description="InfiniBand data VLs the ports support (VL15 is management)")
+    queues: int = Field(8, ge=1, le=8, description="RoCE egress queues per port")
+    lossless_priorities: int = Field(2, ge=0, le=8, description="RoCE priorities that can run PFC")
+
+
+class Qos(Strict):
+    classes: list[TrafficClass] = Field(min_length=1, description="traffic classes")
+    limits: QosLimits = Field(default_factory=QosLimits, description="hardware limits of the fabric's ports")
+
+
 class Model(Strict):
     name: Name = Field(description="fabric name")
     technology: Technology = Field(description="infiniband or ethernet, for every switch and NIC")
@@ -252,6 +276,7 @@ class Model(Strict):
     layout: Layout = Field(default_factory=Layout, description="physical placement rules")
     naming: SwitchNaming = Field(default_factory=SwitchNaming, description="switch naming patterns")
     cabling: Cabling | None = Field(None, description="what the cabling sheets need: site and cable catalogue")
+    qos: Qos | None = Field(None, description="traffic classes: SL/VL and arbitration (InfiniBand), DSCP/PFC/ETS (RoCE)")
 
     @property
     def plane_count(self) -> int:

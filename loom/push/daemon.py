@@ -67,6 +67,11 @@ class Daemons:
         return self.osm / "lfts.dump"
 
     @property
+    def conf_file(self) -> Path:
+        """OpenSM's options file (`-F`): loom writes only the QoS options into it."""
+        return self.osm / "opensm.conf"
+
+    @property
     def log(self) -> Path:
         return self.osm / "osm.log"
 
@@ -108,7 +113,7 @@ class Daemons:
         return s["ibsim"]["running"] and s["opensm"]["running"] and s["subnet_up"]
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, fabric: Fabric, guid2lid: str, timeout: float = 120) -> str:
+    def start(self, fabric: Fabric, guid2lid: str, conf: str = "qos FALSE\n", timeout: float = 120) -> str:
         """Bring the fabric up (idempotent): returns 'already up' or 'started'."""
         if self.up_and_running():
             return "already up"
@@ -137,13 +142,14 @@ class Daemons:
                 raise SimError(f"ibsim did not come up; see {self.dir / 'ibsim.log'}")
             time.sleep(0.05)
         write_atomic(self.osm / "guid2lid", guid2lid)
+        write_atomic(self.conf_file, conf)
         self.start_opensm(timeout)
         return "started"
 
     def start_opensm(self, timeout: float = 120) -> str:
         """Start OpenSM as a daemon and wait for its first sweep; return the engine it used."""
         before = self.sweeps()
-        args = ["opensm", "-s", "0", "-d2", "-D", "0x43", "-R", "file", "-U", str(self.lfts_file),
+        args = ["opensm", "-s", "0", "-d2", "-D", "0x43", "-F", str(self.conf_file), "-R", "file", "-U", str(self.lfts_file),
                 "-f", str(self.log), "--dump_files_dir", str(self.osm)]
         with open(self.dir / "opensm.out", "ab") as out:
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,

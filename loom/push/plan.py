@@ -27,11 +27,14 @@ import numpy as np
 from loom.checks import Walk, check_balance, check_tables
 from loom.expand import Fabric
 from loom.render.opensm import guid2lid, lfts_dump, parse_lfts_dump, tables_from_dump
+from loom.qos import plan_qos
+from loom.qos.render import opensm_qos_conf
 from loom.routing import route, subnet
 from loom.routing.base import Tables
 
 from .daemon import Daemons, alive
 from .files import write_atomic
+from .qos_readback import digest, intent, mismatches, read_qos
 from .sim import SimError
 
 PLAN_VERSION = 1
@@ -90,16 +93,21 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
     live_sha = digest_live(live_text)
     live = tables_from_dump(subnet(fabric, 0), live_text, "live")
     tables = route(fabric, hint=[live])[0]
-    verdict = check_tables(tables, ebb_samples=0)
+    qos = plan_qos(fabric.model)
+    verdict = check_tables(tables, ebb_samples=0, qos=qos)
     failed = [k for k, ok in (("reachability", verdict["reachable"]), ("deadlock freedom", verdict["deadlock_free"]),
-                              ("balance", verdict["balance"]["within_bound"])) if not ok]
+                              ("balance", verdict["balance"]["within_bound"]),
+                              ("QoS", verdict["qos"] is None or verdict["qos"]["ok"])) if not ok]
     if failed:
         raise PlanError(f"the routing for {fabric.name} fails {', '.join(failed)}; run `loom check {model_path}` for details")
     want_text = lfts_dump(tables)
+    drift = []
     last = daemons.dir / "last-applied.sha256"
-    drift = None
     if last.exists() and last.read_text().strip() != live_sha:
-        drift = "live tables differ from what loom applied last (changed outside loom)"
+        drift.append("live forwarding tables differ from what loom applied last (changed outside loom)")
+    qos_part = _plan_qos(fabric, tables.subnet, qos, daemons)
+    if qos_part["drift"]:
+        drift.append(qos_part["drift"])
     return {
         "version": PLAN_VERSION,
         "fabric": fabric.name,
@@ -110,7 +118,8 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
         "state_dir": str(daemons.dir),
         "live_sha256": live_sha,
         "desired_sha256": digest_live(want_text),
-        "drift": drift,
+        "drift": "; ".join(drift) or None,
+        "qos": qos_part,
         "changes": diff_tables(live, tables),
         "balance_before": balance_summary(live),
         "balance_after": balance_summary(tables),
@@ -118,6 +127,28 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
         "previous_lfts": _pack(lfts_dump(live)),
         "guid2lid": guid2lid(tables),
     }
+
+
+def _plan_qos(fabric: Fabric, sn, qos, daemons: Daemons) -> dict:
+    """Desired OpenSM QoS options, and what the ports hold now (read back when QoS is or was on)."""
+    desired = opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n"
+    previous = daemons.conf_file.read_text() if daemons.conf_file.exists() else "qos FALSE\n"
+    part = {"desired_conf": desired, "previous_conf": previous, "intent": intent(qos), "live_sha256": None,
+            "ports_differing": 0, "examples": [], "conf_changes": desired != previous, "drift": None}
+    if qos or "qos TRUE" in previous:
+        live = read_qos(daemons, sn)
+        part["live_sha256"] = digest(live)
+        bad = mismatches(live, part["intent"])
+        part["ports_differing"], part["examples"] = len(bad), bad[:5]
+        last = daemons.dir / "last-applied-qos.sha256"
+        if last.exists() and last.read_text().strip() != part["live_sha256"]:
+            part["drift"] = f"QoS tables differ from what loom applied last on {len(bad) or 'some'} ports (changed outside loom)"
+    return part
+
+
+def has_changes(plan: dict) -> bool:
+    q = plan["qos"]
+    return bool(plan["changes"]["entries_changed"] or q["conf_changes"] or q["ports_differing"])
 
 
 def write_plan(plan: dict, path: Path) -> None:
@@ -218,14 +249,21 @@ def _apply_locked(plan: dict, d: Daemons, phases: dict, on_written, timeout: flo
         raise PlanError(f"the simulated fabric of {plan['fabric']} is not up; run `loom sim up {plan['model']}`")
     progress("reading live tables")
     live_text = _timed(phases, "read live", d.dump_fts)
-    if digest_live(live_text) != plan["live_sha256"]:
+    q = plan["qos"]
+    sn = _subnet_of(plan)
+    # stale: forwarding tables read back, QoS by the options OpenSM programs the ports from (a full
+    # QoS read-back costs minutes on a big fabric; plan did one, apply's verify does the next)
+    current_conf = d.conf_file.read_text() if d.conf_file.exists() else "qos FALSE\n"
+    stale = digest_live(live_text) != plan["live_sha256"] or current_conf != q["previous_conf"]
+    if stale:
         raise PlanError("the live tables changed since this plan was made (stale plan); run `loom plan` again")
     changes = plan["changes"]["entries_changed"]
-    if changes == 0:
+    if not has_changes(plan):
         return ApplyResult(True, "no changes: live tables already match the plan", phases)
     want, previous = unpack(plan["desired_lfts"]), unpack(plan["previous_lfts"])
-    progress(f"writing {changes} changed entries and reloading OpenSM")
+    progress(f"writing {changes} changed entries{' and the QoS options' if q['conf_changes'] else ''}, reloading OpenSM")
     write_atomic(d.osm / "guid2lid", plan["guid2lid"])
+    write_atomic(d.conf_file, q["desired_conf"])
     write_atomic(d.lfts_file, want)
     if on_written:
         on_written(d)
@@ -238,13 +276,27 @@ def _apply_locked(plan: dict, d: Daemons, phases: dict, on_written, timeout: flo
         mismatch = _mismatch(back, want)
         if mismatch:
             raise SimError(f"read-back differs from the plan: {mismatch}")
+        qos_back = _timed(phases, "read back QoS", read_qos, d, sn) if q["intent"] else None
+        bad = mismatches(qos_back, q["intent"]) if qos_back is not None else []
+        if bad:
+            raise SimError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
     except SimError as exc:
         progress(f"apply failed ({exc}); restoring the previous tables")
-        restored = _timed(phases, "restore", _restore, d, previous, timeout)
+        restored = _timed(phases, "restore", _restore, d, previous, q["previous_conf"], timeout)
         return ApplyResult(False, f"apply failed: {exc}; {restored}", phases)
     write_atomic(d.dir / "last-applied.sha256", digest_live(back) + "\n")
-    return ApplyResult(True, f"applied and verified: {changes} entries on {plan['changes']['switches_touched']} switches",
+    if qos_back is not None:
+        write_atomic(d.dir / "last-applied-qos.sha256", digest(qos_back) + "\n")
+    ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
+    return ApplyResult(True, f"applied and verified: {changes} entries on {plan['changes']['switches_touched']} switches{ports}",
                        phases, changes)
+
+
+def _subnet_of(plan: dict):
+    """The subnet view of the plan's fabric, for naming ports in the QoS read-back."""
+    from loom.expand import load_fabric
+
+    return subnet(load_fabric(plan["model"]), 0)
 
 
 def _mismatch(back_text: str, want_text: str) -> str | None:
@@ -256,7 +308,8 @@ def _mismatch(back_text: str, want_text: str) -> str | None:
     return None
 
 
-def _restore(d: Daemons, previous: str, timeout: float) -> str:
+def _restore(d: Daemons, previous: str, previous_conf: str, timeout: float) -> str:
+    write_atomic(d.conf_file, previous_conf)
     write_atomic(d.lfts_file, previous)
     try:
         engine = d.reload(timeout) if alive(d.pid("opensm")) else d.start_opensm(timeout)

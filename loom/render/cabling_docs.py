@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-from pathlib import Path
-
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from loom.expand import Fabric
 
 from .cabling import COLUMNS, Cable, RackMap, bill_of_materials
-
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+from .templates import render
 
 
 def to_xlsx(fabric: Fabric, plan: list[Cable]) -> bytes:
@@ -103,7 +99,6 @@ def fabric_picture(fabric: Fabric, max_lines: int = 4000) -> str:
 
 
 def to_html(fabric: Fabric, plan: list[Cable]) -> str:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]))
     site = fabric.model.cabling.site if fabric.model.cabling else ""
-    return env.get_template("cabling/sheet.html.j2").render(
+    return render("cabling/sheet.html.j2",
         fabric=fabric.name, total=len(plan), site=site, racks=rack_pages(fabric, plan), picture=fabric_picture(fabric))

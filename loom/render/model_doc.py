@@ -29,6 +29,9 @@ SECTIONS = [
     (schema.Layout, "`layout`: physical placement."),
     (schema.SwitchNaming, "`naming`: switch name patterns."),
     (schema.Cabling, "`cabling`: site and cable catalogue for the cabling sheets."),
+    (schema.Qos, "`qos`: traffic classes and the ports' limits."),
+    (schema.TrafficClass, "An entry of `qos.classes`."),
+    (schema.QosLimits, "`qos.limits`."),
 ]
 
 

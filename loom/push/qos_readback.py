@@ -1,0 +1,97 @@
+"""Read SL2VL and VL arbitration tables back from every switch and CA port of the running
+simulated fabric (`smpquery sl2vl` / `smpquery vlarb`), and compare them with the intent.
+
+A switch's SL2VL is per (input port, output port): one query per cabled output port returns
+every input port's row (port 0 included as an input).  Base switch port 0 carries only
+management traffic and is not an output that QoS configures, so it is not queried as one.  Queries run a few at a time (ibsim serves at most 10 clients).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+from loom.qos import QosPlan
+from loom.routing.subnet import NONE, Subnet
+
+from .daemon import Daemons
+
+ROW = re.compile(r"ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|")
+WORKERS = 4
+
+
+def _smpquery(d: Daemons, *args: str) -> str:
+    res = subprocess.run(["smpquery", *args], cwd=d.dir, env=d.env(), capture_output=True, text=True, timeout=60)
+    if res.returncode != 0:
+        raise RuntimeError(f"smpquery {' '.join(args)}: {res.stderr.strip()[-200:]}")
+    return res.stdout
+
+
+def parse_sl2vl(text: str) -> dict[tuple[int, int], list[int]]:
+    return {(int(m.group(1)), int(m.group(2))): [int(x) for x in m.group(3).split("|")] for m in ROW.finditer(text)}
+
+
+def parse_vlarb(text: str) -> dict[str, list[list[int]]]:
+    """{'low': [[vl, weight], ...], 'high': [...]} with zero-weight entries dropped."""
+    out, which = {"low": [], "high": []}, None
+    vls = None
+    for line in text.splitlines():
+        if "Low priority" in line:
+            which = "low"
+        elif "High priority" in line:
+            which = "high"
+        elif line.startswith("VL") and which:
+            vls = [int(x, 16) for x in line.split(":", 1)[1].strip(" |").split("|")]
+        elif line.startswith("WEIGHT") and which and vls is not None:
+            ws = [int(x, 16) for x in line.split(":", 1)[1].strip(" |").split("|")]
+            out[which] = [[v, w] for v, w in zip(vls, ws) if w]
+    return out
+
+
+def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
+    """{"<device>/<port>": {"sl2vl": {"in": [16 VLs]}, "vlarb": {...}}} for every port."""
+    jobs = []
+    for row in range(sn.n):
+        lid = str(int(sn.switch_lid[row]))
+        name = sn.name(row)
+        for port in [int(p) for p in range(1, sn.max_port + 1) if sn.peer_kind[row, p] != NONE]:
+            jobs.append((f"{name}/{port}", ("sl2vl", lid, str(port)), ("vlarb", lid, str(port))))
+    for lid in sn.ca_lids:
+        jobs.append((sn.lid_name(int(lid)) + "/" + str(sn.fabric.ports[int(sn.lid_port[lid])].port),
+                     ("sl2vl", str(int(lid))), ("vlarb", str(int(lid)))))
+
+    def one(job):
+        key, sl2vl_args, vlarb_args = job
+        rows = parse_sl2vl(_smpquery(d, *sl2vl_args))
+        return key, {"sl2vl": {str(i): v for (i, _), v in sorted(rows.items())},
+                     "vlarb": parse_vlarb(_smpquery(d, *vlarb_args))}
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        return dict(sorted(pool.map(one, jobs)))
+
+
+def digest(readback: dict) -> str:
+    return hashlib.sha256(json.dumps(readback, sort_keys=True).encode()).hexdigest()
+
+
+def intent(plan: QosPlan | None) -> dict | None:
+    """What every port should hold, as stored in a plan file."""
+    return {"sl2vl": list(plan.sl2vl), "vlarb_low": [list(x) for x in plan.vlarb_low]} if plan else None
+
+
+def mismatches(readback: dict, want: dict | None) -> list[str]:
+    """Ports whose tables differ from the intent (nothing is required without QoS)."""
+    if want is None:
+        return []
+    want_sl2vl, want_low = want["sl2vl"], want["vlarb_low"]
+    bad = []
+    for port, got in readback.items():
+        rows = got["sl2vl"].values()
+        if any(r != want_sl2vl for r in rows):
+            bad.append(f"{port}: SL2VL {next(r for r in rows if r != want_sl2vl)} instead of {want_sl2vl}")
+        elif got["vlarb"]["low"] != want_low or got["vlarb"]["high"]:
+            bad.append(f"{port}: VLArb low {got['vlarb']['low']} instead of {want_low}")
+    return bad

@@ -1,0 +1,96 @@
+"""Traffic classes → service levels, virtual lanes and arbitration weights (InfiniBand), and
+DSCP, traffic classes, PFC, ECN and scheduler weights (RoCE).
+
+InfiniBand (seed 000 §VI-A1): each class gets its own SL; the default class (unmarked
+traffic) SL 0.  Isolated classes each get a VL of their own; classes that may share ride one
+more VL together.  One SL→VL map serves every port type (CA, switch port 0, switch external
+ports), so a packet keeps its VL end to end.  All data VLs sit in the low-priority VLArb
+table with weights proportional to their classes' shares; the high-priority table is empty
+(`qos_high_limit 0`).
+
+Weight rounding: VLArb weights are 8-bit (units of 64 bytes).  The largest share gets 255 and
+every other share `round(share / largest × 255)`, at least 1.  Each weight is off by at most
+0.5 from its exact value, so a VL's realised fraction w/Σw differs from its intended one by at
+most 0.5·(1 + number of VLs) / Σw — under 0.4 percentage points for the Fire-Flyer classes;
+`loom check` verifies it.
+
+RoCE: class i gets traffic class / priority / queue i (the default class 0), DSCP 8·i
+(class-selector code points), PFC on the lossless priorities, ECN marking (WRED) on the
+lossless queues, and DWRR weights in percent of the shares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loom.model.schema import Model, TrafficClass
+
+MAX_WEIGHT = 255
+SLS = 16
+
+
+@dataclass(frozen=True)
+class ClassQos:
+    name: str
+    sl: int
+    vl: int
+    tc: int  # RoCE traffic class = priority = queue
+    dscp: int
+    share: float  # intended fraction of the link (shares normalised)
+    weight: int  # VLArb weight of the class's VL
+    realised: float  # fraction the VL's weight gives all classes on it
+    isolated: bool
+    lossless: bool
+    destinations: tuple[str, ...] | None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QosPlan:
+    classes: tuple[ClassQos, ...]
+    sl2vl: tuple[int, ...]  # 16 entries
+    vlarb_low: tuple[tuple[int, int], ...]  # (VL, weight)
+    vlarb_high: tuple[tuple[int, int], ...]
+    high_limit: int
+    max_vls: int
+    rounding_bound: float
+
+    def vl_of(self, name: str) -> int:
+        return next(c.vl for c in self.classes if c.name == name)
+
+
+def _ordered(classes: list[TrafficClass]) -> list[TrafficClass]:
+    """The default class first (SL 0 / TC 0), then the others in model order."""
+    return [c for c in classes if c.default] + [c for c in classes if not c.default]
+
+
+def plan_qos(model: Model) -> QosPlan | None:
+    if model.qos is None:
+        return None
+    classes = _ordered(model.qos.classes)
+    total = sum(c.share for c in classes)
+    # VLs: isolated classes one each, the others together on one more
+    vl_of: dict[str, int] = {}
+    nxt = 0
+    for c in classes:
+        if c.isolated:
+            vl_of[c.name] = nxt
+            nxt += 1
+    shared = [c for c in classes if not c.isolated]
+    for c in shared:
+        vl_of[c.name] = nxt
+    vls = nxt + (1 if shared else 0)
+    vl_share = [sum(c.share for c in classes if vl_of[c.name] == v) / total for v in range(vls)]
+    top = max(vl_share)
+    weights = [max(1, round(s / top * MAX_WEIGHT)) for s in vl_share]
+    wsum = sum(weights)
+    out = []
+    for i, c in enumerate(classes):
+        env = {k: str(i) for k in c.env_sl} | {k: str(8 * i * 4) for k in c.env_tc}  # TC byte = DSCP << 2
+        v = vl_of[c.name]
+        out.append(ClassQos(c.name, i, v, i, 8 * i, c.share / total, weights[v], weights[v] / wsum,
+                            c.isolated, c.lossless, tuple(c.destinations) if c.destinations else None, env))
+    default_vl = out[0].vl
+    sl2vl = tuple(out[sl].vl if sl < len(out) else default_vl for sl in range(SLS))
+    return QosPlan(tuple(out), sl2vl, tuple((v, weights[v]) for v in range(vls)), (), 0,
+                   model.qos.limits.data_vls, 0.5 * (1 + vls) / wsum)

@@ -1,0 +1,20 @@
+"""One Jinja2 environment over `templates/`, named after the files they render."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    return Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
+                       autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+
+
+def render(name: str, **values) -> str:
+    return environment().get_template(name).render(**values)

@@ -1,0 +1,115 @@
+"""Traffic classes: SL/VL/arbitration plan, QoS checks, per-VL deadlock freedom, push and
+read-back on the simulated fabric, drift."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loom.checks import Walk, check_deadlock, check_tables
+from loom.cli import app
+from loom.expand import load_fabric
+from loom.push.daemon import Daemons
+from loom.push.sim import tools_missing
+from loom.qos import plan_qos
+from loom.qos.render import opensm_qos_conf, sonic_qos
+from loom.routing import route
+
+from .faults import _port, zone_rows
+
+TOPO = Path(__file__).parent.parent / "topology"
+TINY = str(TOPO / "tiny.yaml")
+runner = CliRunner()
+
+
+def test_fire_flyer_classes_sl_vl_and_weights():
+    r = runner.invoke(app, ["check", str(TOPO / "fire-flyer-2.yaml"), "--json", "--ebb-samples", "10"])
+    assert r.exit_code == 0, r.output
+    q = json.loads(r.output)["qos"]
+    by = {c["name"]: c for c in q["classes"]}
+    assert set(by) == {"hfreduce", "nccl", "storage", "other"}
+    assert by["other"]["sl"] == 0  # unmarked traffic
+    assert len({c["vl"] for c in q["classes"]}) == 4 and all(c["isolated"] for c in q["classes"])
+    assert all(c["vl"] != 15 and c["vl"] < q["max_vls"] for c in q["classes"])
+    for c in q["classes"]:
+        assert abs(c["weight_share"] - c["share"]) <= q["rounding_bound"]
+    assert by["nccl"]["env"] == {"NCCL_IB_SL": str(by["nccl"]["sl"]), "NCCL_IB_TC": str(32 * by["nccl"]["sl"])}
+    assert q["sl2vl"][by["storage"]["sl"]] == by["storage"]["vl"]
+
+
+def test_opensm_and_roce_renderings():
+    p = plan_qos(load_fabric(TOPO / "fire-flyer-2.yaml").model)
+    conf = opensm_qos_conf("ff2", p)
+    assert "qos TRUE" in conf and "qos_swe_sl2vl 0,1,2,3,0" in conf and "qos_ca_vlarb_low 0:85,1:255,2:255,3:255" in conf
+    db = sonic_qos(p, ["Ethernet0"])
+    assert db["DSCP_TO_TC_MAP"]["AZURE"] == {"0": "0", "8": "1", "16": "2", "24": "3"}
+    assert sum(int(s["weight"]) for s in db["SCHEDULER"].values()) == 100
+
+
+def plant_two_vl_loop(t, zone: str):
+    """A credit loop l0→s0→l1→s1→l0 whose dependencies come half from storage packets, half from
+    compute packets: d1 (storage, on l2) turns at l1 and d2 (compute, on l3) turns at l0; d3
+    (compute, on l0) goes l1→s1 and d4 (storage, on l1) goes l0→s0.  Storage destinations on
+    l0 and compute destinations on l1 are kept off the links the other half needs, so each
+    class's VL alone is acyclic while one shared VL is not."""
+    sn = t.subnet
+    l0, l1, l2, l3 = zone_rows(sn, zone, "leaf")[:4]
+    s0, s1 = zone_rows(sn, zone, "spine")[:2]
+
+    def on(leaf, role):
+        return [int(l) for l in sn.ca_lids if sn.ca_switch[l] == leaf and sn.lid_role(int(l)) == role]
+
+    d1, d2, d3, d4 = on(l2, "storage")[0], on(l3, "compute")[0], on(l0, "compute")[0], on(l1, "storage")[0]
+    ch = {(l0, d1): _port(sn, l0, s0), (s0, d1): _port(sn, s0, l1), (l1, d1): _port(sn, l1, s1), (s1, d1): _port(sn, s1, l2),
+          (l1, d2): _port(sn, l1, s1), (s1, d2): _port(sn, s1, l0), (l0, d2): _port(sn, l0, s0), (s0, d2): _port(sn, s0, l3),
+          (l1, d3): _port(sn, l1, s1), (l0, d4): _port(sn, l0, s0)}
+    for d in on(l0, "storage"):
+        ch[(l1, d)] = _port(sn, l1, s0)
+    for d in on(l1, "compute"):
+        ch[(l0, d)] = _port(sn, l0, s1)
+    return t.with_entries(ch)
+
+
+def test_cycle_broken_by_separate_vls_is_free_only_with_the_vl_aware_check():
+    f = load_fabric(TINY)
+    t = plant_two_vl_loop(route(f)[0], "z0")
+    # unmarked traffic only to management nodes and switches; compute and storage on their own VLs
+    q = f.model.qos
+    split = f.model.model_copy(update={"qos": q.model_copy(update={"classes": [
+        c.model_copy(update={"destinations": ["management", "switch"]}) if c.default else c for c in q.classes]})})
+    assert not check_deadlock(Walk(t)).deadlock_free  # one VL: a credit loop
+    r = check_tables(t, ebb_samples=0, qos=plan_qos(split))
+    assert r["reachable"] and not r["deadlock_free_single_vl"]
+    assert r["deadlock_free"] and r["cycle"] is None, r["qos"]["per_vl"]
+    # the same routing with compute and storage sharing a VL is not deadlock-free
+    shared = split.model_copy(update={"qos": split.qos.model_copy(update={"classes": [
+        c.model_copy(update={"isolated": c.default}) for c in split.qos.classes]})})
+    r1 = check_tables(t, ebb_samples=0, qos=plan_qos(shared))
+    assert not r1["deadlock_free"] and r1["cycle"]
+
+
+@pytest.mark.sim
+def test_wrong_sl2vl_on_the_fabric_is_drift(tmp_path, monkeypatch):
+    if tools_missing():
+        pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
+    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
+    try:
+        assert runner.invoke(app, ["sim", "up", TINY]).exit_code == 0
+        assert runner.invoke(app, ["plan", TINY]).exit_code == 2
+        r = runner.invoke(app, ["apply", "--model", TINY])
+        assert r.exit_code == 0 and "QoS verified on" in r.output, r.output
+        d = Daemons.of("tiny")
+        conf = d.conf_file.read_text()
+        d.conf_file.write_text(conf.replace("qos_ca_sl2vl 0,1,2,0", "qos_ca_sl2vl 0,2,1,0"))  # someone swaps two VLs
+        assert d.reload() == "file"
+        r = runner.invoke(app, ["plan", TINY])
+        assert r.exit_code == 2 and "drift" in r.output and "SL2VL [0, 2, 1" in r.output, r.output
+        r = runner.invoke(app, ["apply", "--model", TINY])
+        assert r.exit_code == 0, r.output
+        r = runner.invoke(app, ["plan", TINY])
+        assert r.exit_code == 0 and "No changes" in r.output
+    finally:
+        runner.invoke(app, ["sim", "down", TINY])
