@@ -77,6 +77,10 @@ def test_moving_a_storage_node_plans_its_routes(tiny_up, tmp_path):
     moved = tmp_path / "moved.yaml"
     text = Path(TINY).read_text().replace('name_pattern: "st{index:02d}"}', 'name_pattern: "st{index:02d}", pinned: {st00: [2, 2]}}')
     moved.write_text(text)
+    code, out = loom("plan", str(moved))
+    assert code == 1 and "cabled differently" in out  # the technician moves the cables first
+    code, out = loom("sim", "up", str(moved))
+    assert code == 0 and "re-cabled" in out
     code, out = loom("plan", str(moved), "--out", str(tmp_path / "p.json"))
     assert code == 2, out
     plan = read_plan(tmp_path / "p.json")
@@ -93,7 +97,8 @@ def test_moving_a_storage_node_plans_its_routes(tiny_up, tmp_path):
         for lid, port in entries.items():
             if prev[guid].get(lid) != port and lid not in st00:
                 assert by_guid[guid] in old_leaves | new_leaves, (by_guid[guid], lid)
-    assert loom("apply", str(tmp_path / "p.json"))[0] == 0
+    code, out = loom("apply", str(tmp_path / "p.json"))
+    assert code == 0, out
     assert loom("plan", str(moved))[0] == 0
 
 
@@ -146,7 +151,7 @@ def test_plan_refuses_failing_routing(tiny_up, tmp_path, monkeypatch):
     import loom.push.plan as planmod
 
     real = planmod.check_tables
-    monkeypatch.setattr(planmod, "check_tables", lambda t, ebb_samples=0: {**real(t, 0), "deadlock_free": False})
+    monkeypatch.setattr(planmod, "check_tables", lambda t, **kw: {**real(t, **kw), "deadlock_free": False})
     code, out = loom("plan", TINY)
     assert code == 1 and "fails deadlock freedom" in out
 

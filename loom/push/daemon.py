@@ -113,15 +113,36 @@ class Daemons:
         return s["ibsim"]["running"] and s["opensm"]["running"] and s["subnet_up"]
 
     # ------------------------------------------------------------------ lifecycle
+    def cabled_as(self, fabric: Fabric) -> bool:
+        """Is the running simulation cabled as this model says?"""
+        net = self.dir / "fabric.net"
+        return net.exists() and net.read_text() == ibsim_net(fabric, 0)
+
     def start(self, fabric: Fabric, guid2lid: str, conf: str = "qos FALSE\n", timeout: float = 120) -> str:
-        """Bring the fabric up (idempotent): returns 'already up' or 'started'."""
+        """Bring the fabric up (idempotent): 'already up', 'started', or 're-cabled' when it runs
+        with other cabling (the technician's work: ibsim restarts with the model's cables and
+        OpenSM reloads the tables it last had, so what was applied stays applied)."""
         if self.up_and_running():
-            return "already up"
+            if self.cabled_as(fabric):
+                return "already up"
+            self.stop()
+            self.osm.mkdir(parents=True, exist_ok=True)
+            self._start_ibsim(fabric, timeout)
+            write_atomic(self.osm / "guid2lid", guid2lid)
+            self.start_opensm(timeout)
+            return "re-cabled"
         missing = tools_missing()
         if missing:
             raise SimError(f"simulator tools missing: {', '.join(missing)} (run `make setup`)")
         self.stop()  # clear a half-up state
         self.osm.mkdir(parents=True, exist_ok=True)
+        self._start_ibsim(fabric, timeout)
+        write_atomic(self.osm / "guid2lid", guid2lid)
+        write_atomic(self.conf_file, conf)
+        self.start_opensm(timeout)
+        return "started"
+
+    def _start_ibsim(self, fabric: Fabric, timeout: float) -> None:
         net = write_atomic(self.dir / "fabric.net", ibsim_net(fabric, 0))
         sock = f"loom-{fabric.name}-{uuid.uuid4().hex[:8]}"
         write_atomic(self.dir / "ibsim.sock", sock + "\n")
@@ -141,10 +162,6 @@ class Daemons:
                 self.stop()
                 raise SimError(f"ibsim did not come up; see {self.dir / 'ibsim.log'}")
             time.sleep(0.05)
-        write_atomic(self.osm / "guid2lid", guid2lid)
-        write_atomic(self.conf_file, conf)
-        self.start_opensm(timeout)
-        return "started"
 
     def start_opensm(self, timeout: float = 120) -> str:
         """Start OpenSM as a daemon and wait for its first sweep; return the engine it used."""

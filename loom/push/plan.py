@@ -89,6 +89,9 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
     result, and describe the difference."""
     if not daemons.up_and_running():
         raise PlanError(f"the simulated fabric of {fabric.name} is not up; run `loom sim up {model_path}`")
+    if not daemons.cabled_as(fabric):
+        raise PlanError(f"the fabric is cabled differently from {model_path}: re-cable first (`loom cabling diff` "
+                        f"lists the moves; `loom sim up {model_path}` re-cables the simulation)")
     live_text = daemons.dump_fts()
     live_sha = digest_live(live_text)
     live = tables_from_dump(subnet(fabric, 0), live_text, "live")

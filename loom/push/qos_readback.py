@@ -1,7 +1,9 @@
 """Read SL2VL and VL arbitration tables back from every switch and CA port of the running
 simulated fabric (`smpquery sl2vl` / `smpquery vlarb`), and compare them with the intent.
 
-A switch's SL2VL is per (input port, output port): one query per cabled output port returns
+Queries go by directed route from the subnet manager's port, not by LID: the tables must be
+readable even where the forwarding tables do not (yet) reach a port, e.g. right after a node
+was re-cabled.  A switch's SL2VL is per (input port, output port): one query per cabled output port returns
 every input port's row (port 0 included as an input).  Base switch port 0 carries only
 management traffic and is not an output that QoS configures, so it is not queried as one.  Queries run a few at a time (ibsim serves at most 10 clients).
 """
@@ -12,10 +14,11 @@ import hashlib
 import json
 import re
 import subprocess
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from loom.qos import QosPlan
-from loom.routing.subnet import NONE, Subnet
+from loom.routing.subnet import NONE, TO_SWITCH, Subnet
 
 from .daemon import Daemons
 
@@ -51,17 +54,38 @@ def parse_vlarb(text: str) -> dict[str, list[list[int]]]:
     return out
 
 
+def directed_routes(sn: Subnet, sm_ca: str) -> tuple[dict[int, str], dict[int, str]]:
+    """DR paths from the SM's CA port: {switch row: "0,p1,p2,..."} and {CA LID: path}."""
+    sm = next(p for p in sn.fabric.ports if p.ca == sm_ca and p.plane == sn.plane)
+    start = int(sn.ca_switch[sm.lid])
+    paths = {start: [0, sm.port]}
+    queue = deque([start])
+    while queue:
+        row = queue.popleft()
+        for port in range(1, sn.max_port + 1):
+            if sn.peer_kind[row, port] == TO_SWITCH:
+                nxt = int(sn.peer_dev[row, port])
+                if nxt not in paths:
+                    paths[nxt] = paths[row] + [port]
+                    queue.append(nxt)
+    fmt = lambda p: ",".join(map(str, p))
+    cas = {int(l): fmt(paths[int(sn.ca_switch[l])] + [int(sn.ca_switch_port[l])]) for l in sn.ca_lids
+           if int(sn.ca_switch[l]) in paths}
+    cas[int(sm.lid)] = "0"
+    return {r: fmt(p) for r, p in paths.items()}, cas
+
+
 def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
     """{"<device>/<port>": {"sl2vl": {"in": [16 VLs]}, "vlarb": {...}}} for every port."""
+    switch_dr, ca_dr = directed_routes(sn, d.sm_host)
     jobs = []
-    for row in range(sn.n):
-        lid = str(int(sn.switch_lid[row]))
+    for row, path in sorted(switch_dr.items()):
         name = sn.name(row)
         for port in [int(p) for p in range(1, sn.max_port + 1) if sn.peer_kind[row, p] != NONE]:
-            jobs.append((f"{name}/{port}", ("sl2vl", lid, str(port)), ("vlarb", lid, str(port))))
-    for lid in sn.ca_lids:
-        jobs.append((sn.lid_name(int(lid)) + "/" + str(sn.fabric.ports[int(sn.lid_port[lid])].port),
-                     ("sl2vl", str(int(lid))), ("vlarb", str(int(lid)))))
+            jobs.append((f"{name}/{port}", ("-D", "sl2vl", path, str(port)), ("-D", "vlarb", path, str(port))))
+    for lid, path in sorted(ca_dr.items()):
+        jobs.append((sn.lid_name(lid) + "/" + str(sn.fabric.ports[int(sn.lid_port[lid])].port),
+                     ("-D", "sl2vl", path), ("-D", "vlarb", path)))
 
     def one(job):
         key, sl2vl_args, vlarb_args = job
