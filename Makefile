@@ -8,9 +8,9 @@ BIN := $(VENV)/bin
 FABRIC ?= fire-flyer-2
 MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
-APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping
 
-.PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing validate show check sim-up sim-down sim-status plan apply clean
+.PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing bench-roce validate show check sim-up sim-down sim-status plan apply clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -21,13 +21,13 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
-# headless Chromium (the cabling-sheet test renders the HTML in it).
+# headless Chromium (the cabling-sheet test renders the HTML in it), FRR for the live RoCE plane.
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 # The main job: validate every reference fabric, summarise and check $(FABRIC), bring its
@@ -59,10 +59,13 @@ test: setup
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"
 
-bench: bench-expand bench-routing
+bench: bench-expand bench-routing bench-roce
 
 bench-expand: setup
 	$(BIN)/python bench/expand.py
+
+bench-roce: setup
+	$(BIN)/python bench/roce.py
 
 bench-routing: setup
 	$(BIN)/python bench/routing.py

@@ -102,10 +102,6 @@ def _route(model: Path, engine: str):
     from loom.routing import RoutingError, route
 
     fabric = _fabric(model)
-    if fabric.technology != "infiniband":
-        err.print(f"[red]error:[/red] {model}: routing tables are generated for InfiniBand fabrics; "
-                  f"{fabric.name} is {fabric.technology} (RoCE planes get their own engine)", highlight=False)
-        raise typer.Exit(1)
     try:
         return fabric, route(fabric, engine)
     except RoutingError as exc:
@@ -378,6 +374,42 @@ def cabling(
     else:
         _write(out_file, text)
         out.print(f"wrote {out_file}", highlight=False)
+
+
+@app.command()
+def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
+            only: str = typer.Option("*", "--only", help="glob on device names (the 32,768-GPU fabric is big)")) -> None:
+    """Ethernet planes: per switch frr.conf (+ zebra/staticd/bgpd.conf) and SONiC config_db.json,
+    per host systemd-networkd files and an iproute2 script with per-NIC source routing."""
+    from fnmatch import fnmatch
+
+    from loom.render.roce import all_switch_links, destinations, host_config, switch_config
+
+    fabric, tables = _route(model, "fattree")
+    if fabric.technology != "ethernet":
+        err.print(f"[red]error:[/red] {model} is {fabric.technology}: switch configs are for Ethernet planes "
+                  "(InfiniBand gets `loom route`)", highlight=False)
+        raise typer.Exit(1)
+    links_of = all_switch_links(fabric)
+    written = 0
+    for t in tables:
+        prefixes = destinations(t)
+        for row in range(t.subnet.n):
+            name = t.subnet.name(row)
+            if fnmatch(name, only):
+                for fname, text in switch_config(t, row, prefixes, links_of).items():
+                    _write_quiet(out_dir / "switches" / name / fname, text)
+                written += 1
+    for node in fabric.nodes:
+        if fnmatch(node.name, only):
+            for fname, text in host_config(fabric, node.index).items():
+                _write_quiet(out_dir / "hosts" / node.name / fname, text)
+            written += 1
+    out.print(f"wrote configs of {written} devices under {out_dir}", highlight=False)
+
+
+def _write_quiet(path: Path, text: str) -> None:
+    _write(path, text)
 
 
 sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric (ibsim + OpenSM).")

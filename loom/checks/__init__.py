@@ -21,7 +21,7 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
     walk = Walk(tables)
     reach = check_reachability(walk)
     dead = check_deadlock(walk)
-    q = check_qos(walk, qos) if qos is not None else None
+    q = check_qos(walk, qos, dead.deadlock_free) if qos is not None else None
     if q:
         vl_cycles = [v["cycle"] for v in q["per_vl"].values() if not v["deadlock_free"]]
         free, cycle = not vl_cycles, (vl_cycles[0] if vl_cycles else None)

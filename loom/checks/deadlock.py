@@ -83,7 +83,8 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
     a = s[keep] * ports + out_port[hop][keep]
     b = t[keep] * ports + lft[t[keep], lids[j[keep]]].astype(np.int64)
     n = sn.n * ports
-    pairs = np.unique(a * n + b)  # one key per dependency: dedupe in 1-D
+    keys = np.sort(a * n + b)  # one key per dependency: dedupe in 1-D (sort beats hashing here)
+    pairs = keys[np.r_[True, keys[1:] != keys[:-1]]] if len(keys) else keys
     return pairs // n, pairs % n, n
 
 

@@ -38,8 +38,7 @@ class Walk:
         lids = np.arange(sn.max_lid + 1)[None, :]
         out = np.full(lft.shape, DEAD, np.int64)
         out = np.where(kind == TO_SWITCH, dev, out)
-        ca_lid = np.array([p.lid for p in sn.fabric.ports] + [-1], dtype=np.int64)
-        to_right_ca = (kind == TO_CA) & (ca_lid[np.where(kind == TO_CA, dev, -1)] == lids)
+        to_right_ca = (kind == TO_CA) & (sn.port_lid[np.where(kind == TO_CA, dev, -1)] == lids)
         out = np.where(to_right_ca, DELIVERED, out)
         own = (lft == 0) & (sn.switch_lid[:, None] == lids)
         out = np.where(own, DELIVERED, out)

@@ -22,13 +22,18 @@ MANAGEMENT_VL = 15
 
 
 def vl_destinations(walk: Walk, plan: QosPlan) -> dict[int, tuple[np.ndarray, str]]:
-    """Per VL: (destination LIDs of its classes, which sources send: "all" or "ca")."""
+    """Per VL (InfiniBand) or lossless priority (RoCE: lossy queues drop instead of blocking, so
+    only PFC-protected priorities can deadlock): (destination LIDs of its classes, which
+    sources send: "all" or "ca")."""
     sn = walk.tables.subnet
     lids = walk.valid_lids
     roles = np.array([sn.lid_role(int(l)) for l in lids])
+    ethernet = sn.fabric.technology == "ethernet"
+    key = (lambda c: c.tc) if ethernet else (lambda c: c.vl)
+    members = [c for c in plan.classes if c.lossless or not ethernet]
     out = {}
-    for vl in sorted({c.vl for c in plan.classes}):
-        on = [c for c in plan.classes if c.vl == vl]
+    for vl in sorted({key(c) for c in members}):
+        on = [c for c in members if key(c) == vl]
         if any(c.destinations is None for c in on):
             out[vl] = (lids, "all")
         else:
@@ -37,16 +42,21 @@ def vl_destinations(walk: Walk, plan: QosPlan) -> dict[int, tuple[np.ndarray, st
     return out
 
 
-def check_qos(walk: Walk, plan: QosPlan) -> dict:
+def check_qos(walk: Walk, plan: QosPlan, whole_graph_acyclic: bool = False) -> dict:
+    """`whole_graph_acyclic`: the single-VL graph (all sources, all destinations) is already known
+    to be acyclic; every VL's graph is a subgraph of it, so none needs building."""
     problems = []
     classes = []
     vl_share: dict[int, float] = {}
     for c in plan.classes:
         vl_share[c.vl] = vl_share.get(c.vl, 0.0) + c.share
+    ethernet = walk.tables.subnet.fabric.technology == "ethernet"
     for c in plan.classes:
         sharing = [o.name for o in plan.classes if o.vl == c.vl and o.name != c.name]
         isolated = not sharing
-        if c.vl == MANAGEMENT_VL:
+        if ethernet:
+            pass  # queues: one per isolated class by construction; VLs do not apply
+        elif c.vl == MANAGEMENT_VL:
             problems.append(f"{c.name} is on VL15 (management only)")
         elif c.vl >= plan.max_vls:
             problems.append(f"{c.name} is on VL{c.vl} but the ports support VL0..VL{plan.max_vls - 1}")
@@ -54,11 +64,15 @@ def check_qos(walk: Walk, plan: QosPlan) -> dict:
             problems.append(f"{c.name} must be isolated but shares VL{c.vl} with {', '.join(sharing)}")
         if abs(c.realised - vl_share[c.vl]) > plan.rounding_bound + 1e-12:
             problems.append(f"VL{c.vl} weight gives {c.realised:.4f} of the link, intended {vl_share[c.vl]:.4f}")
-        classes.append({"name": c.name, "sl": c.sl, "vl": c.vl, "share": round(c.share, 4),
+        classes.append({"name": c.name, "sl": c.sl, "vl": c.vl, "tc": c.tc, "dscp": c.dscp, "lossless": c.lossless,
+                        "share": round(c.share, 4),
                         "weight": c.weight, "weight_share": round(c.realised, 4), "isolated": isolated,
                         "destinations": list(c.destinations) if c.destinations else "all", "env": c.env})
     per_vl = {}
     for vl, (lids, sources) in vl_destinations(walk, plan).items():
+        if whole_graph_acyclic:
+            per_vl[str(vl)] = {"deadlock_free": True, "cycle": None, "destinations": int(len(lids))}
+            continue
         d = check_deadlock(walk, sources, lids)
         per_vl[str(vl)] = {"deadlock_free": d.deadlock_free, "cycle": d.cycle, "destinations": int(len(lids))}
     return {

@@ -199,11 +199,28 @@ def step_identities(d: Draft) -> None:
                 s["asn"] = a.spine_asn + (s["pod"] or 0)
             else:
                 s["asn"] = a.core_asn
-        d.subnets = p2p + 2 * np.arange(len(d.cables), dtype=np.uint32)
+        d.subnets = plane_subnets(m, np.array([c[7] for c in d.cables], dtype=np.int64), p2p)
         host_cable = {c[1]: i for i, c in enumerate(d.cables) if c[0] == HOST}
         for hp in d.ports:
             hp["ca_guid"] = hp["guid"] = hp["lid"] = 0
             hp["address"] = str(ipaddress.IPv4Address(int(d.subnets[host_cable[hp["index"]]]) + 1))
+
+
+def plane_pool(model: Model, plane: int) -> ipaddress.IPv4Network:
+    """The part of the p2p pool a plane's /31s come from: the pool split into equal halves,
+    quarters, ... so every plane has one aggregate prefix (hosts route the plane through it)."""
+    pool = ipaddress.IPv4Network(model.addressing.p2p_pool)
+    bits = max(0, (model.plane_count - 1).bit_length())
+    return list(pool.subnets(prefixlen_diff=bits))[plane] if bits else pool
+
+
+def plane_subnets(model: Model, planes: np.ndarray, p2p: int) -> np.ndarray:
+    """/31 base address of each cable: cables numbered within their plane's pool, in order."""
+    out = np.zeros(len(planes), dtype=np.uint32)
+    for p in range(model.plane_count):
+        sel = np.flatnonzero(planes == p)
+        out[sel] = int(plane_pool(model, p).network_address) + 2 * np.arange(len(sel), dtype=np.uint32)
+    return out
 
 
 STEPS = (step_switches, step_inter_zone, step_nodes, step_identities, place_racks)

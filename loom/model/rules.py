@@ -355,7 +355,34 @@ def qos(model: Model) -> Iterator[Finding]:
                           "set isolated: false on classes that may share a queue")
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names, pins, missing_links, qos)
+def addressing(model: Model) -> Iterator[Finding]:
+    if model.technology != "ethernet":
+        return
+    import ipaddress
+
+    a = model.addressing
+    for field in ("p2p_pool", "loopback_pool"):
+        try:
+            ipaddress.IPv4Network(getattr(a, field))
+        except ValueError as exc:
+            yield Finding(("addressing", field), f"not an IPv4 prefix: {exc}", "write a prefix like 10.0.0.0/8")
+            return
+    cables = 0
+    for z in model.zones:
+        per = {"fat-tree-2": lambda z: z.leaves * z.leaf_up,
+               "fat-tree-3": lambda z: z.pods * z.leaves_per_pod * z.leaf_up + z.pods * z.spines_per_pod * z.spine_up,
+               "bigraph": lambda z: (z.switches // 2) ** 2}[z.kind](z)
+        cables += per
+    cables += sum(g.count * ports_per_zone(model, g) * len(g.zones) for g in model.node_groups if g.node_type in model.node_types)
+    cables += sum(l.count for l in model.inter_zone_links)
+    pool = ipaddress.IPv4Network(a.p2p_pool)
+    per_plane = pool.num_addresses >> max(0, (model.plane_count - 1).bit_length())
+    if 2 * cables > per_plane:
+        yield Finding(("addressing", "p2p_pool"), f"each plane needs {cables} /31s ({2 * cables} addresses) but gets "
+                      f"{per_plane} of {a.p2p_pool}", "use a larger pool")
+
+
+RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names, pins, missing_links, qos, addressing)
 
 
 def check_rules(model: Model) -> list[Finding]:

@@ -210,6 +210,8 @@ class Addressing(Strict):
     spine_asn: PositiveInt = Field(65000, description="ASN shared by a plane's spines (per pod for 3 layers)")
     core_asn: PositiveInt = Field(64900, description="ASN shared by the cores of a plane")
     leaf_asn_base: PositiveInt = Field(4200000000, description="first leaf ASN; leaf k gets base + k")
+    routing: Literal["static", "bgp"] = Field(
+        "bgp", description="static: pinned per-destination routes (FRR staticd) + ECMP fallback; bgp: eBGP multipath")
 
 
 class Layout(Strict):

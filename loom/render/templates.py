@@ -16,5 +16,5 @@ def environment() -> Environment:
                        autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
 
 
-def render(name: str, **values) -> str:
-    return environment().get_template(name).render(**values)
+def render(template: str, **values) -> str:
+    return environment().get_template(template).render(**values)

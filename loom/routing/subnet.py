@@ -35,6 +35,7 @@ class Subnet:
     ca_lids: np.ndarray  # LIDs of CA ports, ascending
     ca_switch: np.ndarray  # [lid] local switch a CA port is cabled to (-1 for switch LIDs)
     ca_switch_port: np.ndarray  # [lid] the switch port it is cabled to
+    port_lid: np.ndarray  # [HostPort index] its LID in this subnet, -1 for ports of other planes
 
     @property
     def n(self) -> int:
@@ -88,18 +89,28 @@ def subnet(fabric: Fabric, plane: int) -> Subnet:
         peer_dev[rows, cols] = np.where(fk[m] == SWITCH, local[np.where(fk[m] == SWITCH, fd[m], 0)], fd[m])
         peer_port[rows, cols] = fp[m]
     ports = [p for p in fabric.ports if p.plane == plane]
-    switch_lid = np.array([fabric.switches[i].lid for i in sw_global], dtype=np.int64)
-    max_lid = int(max(switch_lid.max(), max((p.lid for p in ports), default=0)))
+    port_lid = np.full(len(fabric.ports) + 1, -1, np.int64)  # the extra last entry answers index -1
+    if fabric.technology == "infiniband":
+        switch_lid = np.array([fabric.switches[i].lid for i in sw_global], dtype=np.int64)
+        for p in ports:
+            port_lid[p.index] = p.lid
+    else:
+        # Ethernet has no LIDs; destinations get ids by the same rule (NIC ports, then switches)
+        # so that engines and checks serve both: these ids never leave loom
+        for k, p in enumerate(ports):
+            port_lid[p.index] = k + 1
+        switch_lid = np.arange(len(ports) + 1, len(ports) + 1 + len(sw_global), dtype=np.int64)
+    max_lid = int(max(switch_lid.max(), port_lid.max()))
     lid_switch = np.full(max_lid + 1, -1, np.int64)
     lid_switch[switch_lid] = np.arange(len(sw_global))
     lid_port = np.full(max_lid + 1, -1, np.int64)
     ca_switch = np.full(max_lid + 1, -1, np.int64)
     ca_switch_port = np.zeros(max_lid + 1, np.int64)
     for p in ports:
-        lid_port[p.lid] = p.index
+        lid_port[port_lid[p.index]] = p.index
     ca_rows, ca_cols = np.nonzero(peer_kind == TO_CA)
-    ca_lid = np.array([fabric.ports[int(d)].lid for d in peer_dev[ca_rows, ca_cols]], dtype=np.int64)
+    ca_lid = port_lid[peer_dev[ca_rows, ca_cols]]
     ca_switch[ca_lid] = ca_rows
     ca_switch_port[ca_lid] = ca_cols
     return Subnet(fabric, plane, sw_global, max_port, peer_kind, peer_dev, peer_port, max_lid, lid_switch, lid_port,
-                  switch_lid, np.sort(ca_lid), ca_switch, ca_switch_port)
+                  switch_lid, np.sort(ca_lid), ca_switch, ca_switch_port, port_lid)
