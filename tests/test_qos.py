@@ -113,3 +113,21 @@ def test_wrong_sl2vl_on_the_fabric_is_drift(tmp_path, monkeypatch):
         assert r.exit_code == 0 and "No changes" in r.output
     finally:
         runner.invoke(app, ["sim", "down", TINY])
+
+
+@pytest.mark.sim
+def test_fast_qos_reader_equals_smpquery(tmp_path, monkeypatch):
+    """The one-process MAD reader returns exactly what `smpquery` returns, port by port."""
+    from loom.push.qos_readback import read_qos, read_qos_smpquery
+    from loom.routing import subnet
+
+    if tools_missing():
+        pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
+    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
+    try:
+        assert runner.invoke(app, ["sim", "up", TINY]).exit_code == 0
+        d, sn = Daemons.of("tiny"), subnet(load_fabric(TINY), 0)
+        fast, slow = read_qos(d, sn), read_qos_smpquery(d, sn)
+        assert len(fast) == 120 and fast == slow
+    finally:
+        runner.invoke(app, ["sim", "down", TINY])

@@ -1,5 +1,7 @@
 """Read SL2VL and VL arbitration tables back from every switch and CA port of the running
-simulated fabric (`smpquery sl2vl` / `smpquery vlarb`), and compare them with the intent.
+simulated fabric, and compare them with the intent.  The queries are the SMPs `smpquery sl2vl`
+/ `smpquery vlarb` send, issued from one process (`loom.push.madquery`): a process per query
+costs minutes on the two-zone fabric.  A test shows both readers return the same tables.
 
 Queries go by directed route from the subnet manager's port, not by LID: the tables must be
 readable even where the forwarding tables do not (yet) reach a port, e.g. right after a node
@@ -14,6 +16,7 @@ import hashlib
 import json
 import re
 import subprocess
+import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,6 +24,7 @@ from loom.qos import QosPlan
 from loom.routing.subnet import NONE, TO_SWITCH, Subnet
 
 from .daemon import Daemons
+from .sim import SimError
 
 ROW = re.compile(r"ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|")
 WORKERS = 4
@@ -75,26 +79,42 @@ def directed_routes(sn: Subnet, sm_ca: str) -> tuple[dict[int, str], dict[int, s
     return {r: fmt(p) for r, p in paths.items()}, cas
 
 
-def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
-    """{"<device>/<port>": {"sl2vl": {"in": [16 VLs]}, "vlarb": {...}}} for every port."""
-    switch_dr, ca_dr = directed_routes(sn, d.sm_host)
+def _jobs(sn: Subnet, sm_host: str) -> list[dict]:
+    switch_dr, ca_dr = directed_routes(sn, sm_host)
     jobs = []
     for row, path in sorted(switch_dr.items()):
-        name = sn.name(row)
-        for port in [int(p) for p in range(1, sn.max_port + 1) if sn.peer_kind[row, p] != NONE]:
-            jobs.append((f"{name}/{port}", ("-D", "sl2vl", path, str(port)), ("-D", "vlarb", path, str(port))))
+        n = sn.switch(row).ports
+        for port in [int(p) for p in range(1, n + 1) if sn.peer_kind[row, p] != NONE]:
+            jobs.append({"key": f"{sn.name(row)}/{port}", "path": path, "out": port, "ins": list(range(0, n + 1))})
     for lid, path in sorted(ca_dr.items()):
-        jobs.append((sn.lid_name(lid) + "/" + str(sn.fabric.ports[int(sn.lid_port[lid])].port),
-                     ("-D", "sl2vl", path), ("-D", "vlarb", path)))
+        port = sn.fabric.ports[int(sn.lid_port[lid])].port
+        jobs.append({"key": f"{sn.lid_name(lid)}/{port}", "path": path, "out": port, "ins": []})
+    return jobs
 
+
+def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
+    """{"<device>/<port>": {"sl2vl": {"<in port>": [16 VLs]}, "vlarb": {"low", "high"}}} for every
+    cabled switch port and CA port, in one `loom.push.madquery` process."""
+    res = subprocess.run([sys.executable, "-m", "loom.push.madquery"], input=json.dumps(_jobs(sn, d.sm_host)),
+                         capture_output=True, text=True, env=d.env(), cwd=d.dir, timeout=900)
+    if res.returncode != 0:
+        raise SimError(f"QoS read-back failed: {res.stderr.strip()[-300:]}")
+    out = json.loads(res.stdout)
+    if out["errors"]:
+        raise SimError(f"QoS read-back: {len(out['errors'])} ports did not answer, e.g. {out['errors'][0]}")
+    return {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in sorted(out["answers"], key=lambda a: a["key"])}
+
+
+def read_qos_smpquery(d: Daemons, sn: Subnet) -> dict[str, dict]:
+    """The same read-back with `smpquery`, one process per query (slow: tests compare the two)."""
     def one(job):
-        key, sl2vl_args, vlarb_args = job
-        rows = parse_sl2vl(_smpquery(d, *sl2vl_args))
-        return key, {"sl2vl": {str(i): v for (i, _), v in sorted(rows.items())},
-                     "vlarb": parse_vlarb(_smpquery(d, *vlarb_args))}
+        path, out = job["path"], str(job["out"])
+        rows = parse_sl2vl(_smpquery(d, "-D", "sl2vl", path, *([out] if job["ins"] else [])))
+        return job["key"], {"sl2vl": {str(i): v for (i, _), v in sorted(rows.items())},
+                            "vlarb": parse_vlarb(_smpquery(d, "-D", "vlarb", path, *([out] if job["ins"] else [])))}
 
     with ThreadPoolExecutor(WORKERS) as pool:
-        return dict(sorted(pool.map(one, jobs)))
+        return dict(sorted(pool.map(one, _jobs(sn, d.sm_host))))
 
 
 def digest(readback: dict) -> str:
