@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 FABRIC ?= fire-flyer-2
 MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
-APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap
 
 .PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing bench-roce validate show check sim-up sim-down sim-status plan apply clean
 
@@ -17,11 +17,12 @@ setup: $(VENV)/.installed apt-deps
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,ansible]'
 	touch $@
 
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
-# headless Chromium (the cabling-sheet test renders the HTML in it), FRR for the live RoCE plane.
+# headless Chromium (the cabling-sheet test renders the HTML in it), FRR for the live RoCE plane,
+# debootstrap for molecule's chroot instances.
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

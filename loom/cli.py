@@ -412,6 +412,52 @@ def _write_quiet(path: Path, text: str) -> None:
     _write(path, text)
 
 
+@app.command("inventory")
+def inventory_cmd(model: Path = MODEL_ARG, out_dir: Path | None = typer.Option(None, "--out",
+                  help="directory (default: inventory/<fabric>)")) -> None:
+    """Write the Ansible inventory: hosts by role, zone, plane, rack; derived host settings."""
+    from loom.render.inventory import inventory
+
+    fabric = _fabric(model)
+    out_dir = out_dir or Path("inventory") / fabric.name
+    files = inventory(fabric)
+    for rel, text in files.items():
+        _write(out_dir / rel, text)
+    out.print(f"wrote {len(files)} inventory files under {out_dir}", highlight=False)
+
+
+host_app = typer.Typer(no_args_is_help=True, help="Host settings: derivation and checks against gathered facts.")
+app.add_typer(host_app, name="host")
+
+
+@host_app.command("check")
+def host_check(model: Path = MODEL_ARG, host: str = typer.Option(..., "--host", help="node name"),
+               facts: Path = typer.Option(..., "--facts", help="directory with nvidia-smi-topo.txt, lspci-vvv.txt, numactl-H.txt"),
+               as_json: bool = typer.Option(False, "--json")) -> None:
+    """Compare a host's gathered facts with its node type's intent; exit 1 if anything differs."""
+    from loom.host.check import FactsError, check_host, read_facts
+
+    fabric = _fabric(model)
+    if host not in fabric.node_index:
+        err.print(f"[red]error:[/red] {model} has no node named {host}", highlight=False)
+        raise typer.Exit(2)
+    node = fabric.nodes[fabric.node_index[host]]
+    try:
+        problems = check_host(fabric.model, node.node_type, read_facts(facts))
+    except FactsError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        sys.stdout.write(json.dumps({"host": host, "node_type": node.node_type, "ok": not problems, "mismatches": problems}, indent=2) + "\n")
+    elif problems:
+        out.print(f"{host} ({node.node_type}): {len(problems)} mismatch(es)", highlight=False)
+        for p in problems:
+            out.print(f"  - {p}", highlight=False)
+    else:
+        out.print(f"{host} ({node.node_type}): matches the model", highlight=False)
+    raise typer.Exit(1 if problems else 0)
+
+
 sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric (ibsim + OpenSM).")
 app.add_typer(sim_app, name="sim")
 

@@ -52,6 +52,7 @@ class Gpu(Strict):
     name: Name = Field(description="GPU name, unique in the node type, e.g. gpu0")
     root_complex: str = Field(description="name of the root complex the GPU sits on")
     pcie_switch: str | None = Field(None, description="PCIe switch between GPU and root complex, if any")
+    bus_id: str | None = Field(None, description="PCI address (0000:bb:dd.f), for the NCCL topology file; derived if absent")
 
 
 class Nic(Strict):
@@ -60,6 +61,7 @@ class Nic(Strict):
     pcie_switch: str | None = Field(None, description="PCIe switch between NIC and root complex, if any")
     ports: int = Field(1, ge=1, le=2, description="cabled ports on the NIC (1, or 2 for a dual-port NIC)")
     speed: Speed = Field(description="port speed; must equal the speed of the switch it is cabled to")
+    bus_id: str | None = Field(None, description="PCI address (0000:bb:dd.f); derived from the layout if absent")
 
 
 class NodeType(Strict):

@@ -1,0 +1,33 @@
+"""What host_tuning leaves in a Debian 12 root filesystem (run by molecule through Ansible's chroot connection)."""
+
+
+def test_nccl_settings(host):
+    conf = host.file("/etc/nccl.conf")
+    assert conf.exists and conf.mode == 0o644
+    assert "NCCL_IB_HCA=eth0:1,eth1:1" in conf.content_string
+    assert "NCCL_TOPO_FILE=/etc/loom/nccl-topo.xml" in conf.content_string
+    assert host.file("/etc/loom/nccl.env").content_string == conf.content_string
+    assert '<system version="1">' in host.file("/etc/loom/nccl-topo.xml").content_string
+
+
+def test_kernel_limits_and_modules(host):
+    assert "kernel.numa_balancing = 0" in host.file("/etc/sysctl.d/90-loom.conf").content_string
+    assert "memlock    unlimited" in host.file("/etc/security/limits.d/90-loom-rdma.conf").content_string
+    assert "PeerMappingOverride" in host.file("/etc/modprobe.d/90-loom.conf").content_string
+    assert 'KERNEL=="eth0"' in host.file("/etc/udev/rules.d/90-loom-nic.rules").content_string
+
+
+def test_relaxed_ordering_at_boot(host):
+    script = host.file("/usr/local/sbin/loom-host-tuning")
+    assert script.mode == 0o755
+    text = script.content_string
+    assert "setpci -s 0000:10:00.0 CAP_EXP+8.w=0010:0010" in text
+    assert "set PCI_WR_ORDERING=1" in text
+    assert "echo 0-47 > /proc/irq/$irq/smp_affinity_list" in text
+    unit = host.file("/etc/systemd/system/multi-user.target.wants/loom-host-tuning.service")
+    assert unit.is_symlink and unit.linked_to == "/etc/systemd/system/loom-host-tuning.service"
+
+
+def test_runtime_actions_skipped_in_the_chroot(host):
+    # the boot script ran nowhere: it would have needed the NICs' sysfs entries
+    assert not host.file("/sys/bus/pci/devices/0000:10:00.0").exists

@@ -1,0 +1,59 @@
+"""The Ansible inventory of a fabric: `hosts.yml` (groups by role, zone, plane, rack, node type,
+and `subnet_managers`), `group_vars/nodetype_<type>.yml` with the host settings derived for the
+node type, `host_vars/<host>.yml` with what is the host's own (zone, rack, RU, fabric ports)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import yaml
+
+from loom.expand import Fabric
+from loom.host import derive
+
+
+def _dump(data) -> str:
+    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=120)
+
+
+def inventory(fabric: Fabric) -> dict[str, str]:
+    """Relative path → file text."""
+    groups: dict[str, set[str]] = defaultdict(set)
+    host_vars = {}
+    ports = defaultdict(list)
+    for p in fabric.ports:
+        ports[p.node].append(p)
+    for n in fabric.nodes:
+        groups[f"role_{n.role}"].add(n.name)
+        groups[f"nodetype_{n.node_type}".replace("-", "_")].add(n.name)
+        groups[f"rack_{n.rack}"].add(n.name)
+        for z in n.zones:
+            groups[f"zone_{z}"].add(n.name)
+        for p in ports[n.index]:
+            groups[f"plane_{p.plane}"].add(n.name)
+        host_vars[n.name] = {
+            "loom_fabric": fabric.name, "loom_node_type": n.node_type, "loom_role": n.role, "loom_zones": list(n.zones),
+            "loom_rack": n.rack, "loom_ru": n.ru,
+            "loom_ports": [{"nic": p.nic, "port": p.port, "plane": p.plane, "zone": p.zone,
+                            **({"lid": p.lid, "guid": f"0x{p.guid:016x}"} if fabric.technology == "infiniband"
+                               else {"address": p.address})} for p in ports[n.index]],
+        }
+    if fabric.model.subnet_manager:
+        groups["subnet_managers"].add(fabric.model.subnet_manager)
+    files = {"hosts.yml": _dump({"all": {"children": {g: {"hosts": {h: None for h in sorted(hs)}}
+                                                      for g, hs in sorted(groups.items())}}})}
+    for name, vars_ in host_vars.items():
+        files[f"host_vars/{name}.yml"] = _dump(vars_)
+    for nt in sorted({n.node_type for n in fabric.nodes}):
+        intent = derive(fabric.model, nt)
+        files[f"group_vars/nodetype_{nt.replace('-', '_')}.yml"] = _dump({
+            "host_tuning_nccl_env": intent.env,
+            "host_tuning_topology_xml": intent.topology_xml,
+            "host_tuning_gpu_nic_pairs": [{"gpu": p.gpu, "nic": p.nic, "distance": p.distance, "numa": p.numa, "cpus": p.cpus}
+                                          for p in intent.pairs],
+            "host_tuning_nic_irq_cpus": intent.nic_cpus,
+            "host_tuning_nic_numa": intent.nic_numa,
+            "host_tuning_relaxed_ordering": intent.relaxed_ordering,
+            "host_tuning_memlock": intent.memlock,
+        })
+    return files

@@ -1,0 +1,97 @@
+"""Host settings: derivation, inventory, fact parsers, and `loom host check` on planted facts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from loom.cli import app
+from loom.expand import load_fabric
+from loom.host import derive
+from loom.host.facts import parse_lspci, parse_numactl, parse_topo
+from loom.render.inventory import inventory
+
+TOPO = Path(__file__).parent.parent / "topology"
+FACTS = Path(__file__).parent / "facts" / "ff2-a100"
+runner = CliRunner()
+
+
+def test_fire_flyer_inventory_lists_every_host_with_zone_rack_and_numa_correct_nccl():
+    f = load_fabric(TOPO / "fire-flyer-2.yaml")
+    files = inventory(f)
+    hosts = yaml.safe_load(files["hosts.yml"])["all"]["children"]
+    assert len(hosts["nodetype_a100_pcie"]["hosts"]) == 1200 and len(hosts["role_storage"]["hosts"]) == 180
+    assert set(hosts["zone_z0"]["hosts"]) >= {"st000", "z0-c000"} and "z1-c000" in hosts["zone_z1"]["hosts"]
+    assert hosts["subnet_managers"]["hosts"] == {"z0-m00": None}
+    for n in f.nodes:
+        hv = yaml.safe_load(files[f"host_vars/{n.name}.yml"])
+        assert hv["loom_rack"] == n.rack and hv["loom_zones"] == list(n.zones)
+    gv = yaml.safe_load(files["group_vars/nodetype_a100_pcie.yml"])
+    assert gv["host_tuning_nccl_env"]["NCCL_IB_HCA"] == "mlx5_0:1"
+    assert gv["host_tuning_nccl_env"]["NCCL_IB_SL"] == "2" and gv["host_tuning_nccl_env"]["NCCL_IB_TC"] == "64"
+    assert gv["host_tuning_nic_numa"] == {"mlx5_0": 0} and gv["host_tuning_nic_irq_cpus"] == {"mlx5_0": "0-31"}
+    numa = {p["gpu"]: p["numa"] for p in gv["host_tuning_gpu_nic_pairs"]}
+    assert numa == {"gpu0": 0, "gpu1": 0, "gpu2": 0, "gpu3": 0, "gpu4": 1, "gpu5": 1, "gpu6": 1, "gpu7": 1}
+
+
+def test_four_plane_node_pairs_each_nic_with_the_gpu_on_its_pcie_switch():
+    intent = derive(load_fabric(TOPO / "roce-4plane.yaml").model, "gpu8-nic8")
+    assert [(p.gpu, p.nic, p.distance) for p in intent.pairs] == [(f"gpu{i}", f"eth{i}", "PIX") for i in range(8)]
+    assert intent.env["NCCL_NET_GDR_LEVEL"] == "PIX"
+    assert intent.topology_xml.count("<net ") == 8 and intent.topology_xml.count('class="0x060400"') == 8
+
+
+def test_parsers_on_sample_outputs():
+    # the 2-GPU listing of seed 004, as printed
+    topo = parse_topo("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\t\nGPU0\tX\tNV2\t0-23\tN/A\t\nGPU1\tNV2\tX\t0-23\tN/A\t\n")
+    assert topo["matrix"]["GPU0"]["GPU1"] == "NV2" and topo["cpu_affinity"]["GPU1"] == "0-23"
+    assert topo["numa"]["GPU0"] is None
+    a100 = parse_topo((FACTS / "nvidia-smi-topo.txt").read_text())
+    assert a100["nics"] == {"NIC0": "mlx5_0"} and a100["matrix"]["GPU0"]["GPU1"] == "NV12"
+    assert a100["matrix"]["GPU5"]["NIC0"] == "SYS" and a100["numa"]["GPU6"] == 1
+    pci = parse_lspci((FACTS / "lspci-vvv.txt").read_text())
+    assert pci["0000:30:00.0"]["relaxed_ordering"] is True and pci["0000:30:00.0"]["numa"] == 0
+    assert parse_numactl((FACTS / "numactl-H.txt").read_text())[1][:2] == [32, 33]
+
+
+def plant(tmp_path: Path, old: str, new: str, file: str = "lspci-vvv.txt") -> Path:
+    d = tmp_path / "facts"
+    shutil.copytree(FACTS, d)
+    text = (d / file).read_text()
+    assert old in text
+    (d / file).write_text(text.replace(old, new))
+    return d
+
+
+def host_check(facts: Path) -> tuple[int, dict]:
+    r = runner.invoke(app, ["host", "check", str(TOPO / "fire-flyer-2.yaml"), "--host", "z0-c000", "--facts", str(facts), "--json"])
+    assert "Traceback" not in r.output
+    return r.exit_code, json.loads(r.output)
+
+
+def test_clean_host_passes():
+    code, d = host_check(FACTS)
+    assert code == 0 and d["ok"] and d["mismatches"] == []
+
+
+def test_nic_on_the_wrong_numa_node_is_flagged(tmp_path):
+    facts = plant(tmp_path, "Mellanox Technologies Device 0007\n\tControl: I/O- Mem+ BusMaster+ SpecCycle- MemWINV- VGASnoop- ParErr- Stepping- SERR- FastB2B- DisINTx+\n\tNUMA node: 0",
+                  "Mellanox Technologies Device 0007\n\tControl: I/O- Mem+ BusMaster+ SpecCycle- MemWINV- VGASnoop- ParErr- Stepping- SERR- FastB2B- DisINTx+\n\tNUMA node: 1")
+    code, d = host_check(facts)
+    assert code == 1 and any("mlx5_0" in m and "NUMA node 1" in m for m in d["mismatches"])
+
+
+def test_relaxed_ordering_off_is_flagged(tmp_path):
+    facts = plant(tmp_path, "RlxdOrd+ ExtTag+ PhantFunc- AuxPwr- NoSnoop+ FLReset-\n\t\t\tMaxPayload 256 bytes, MaxReadReq 4096",
+                  "RlxdOrd- ExtTag+ PhantFunc- AuxPwr- NoSnoop+ FLReset-\n\t\t\tMaxPayload 256 bytes, MaxReadReq 4096")
+    code, d = host_check(facts)
+    assert code == 1 and d["mismatches"] == ["NIC mlx5_0 (0000:30:00.0): PCIe relaxed ordering is off (DevCtl RlxdOrd-)"]
+
+
+def test_missing_facts_are_an_error(tmp_path):
+    r = runner.invoke(app, ["host", "check", str(TOPO / "fire-flyer-2.yaml"), "--host", "z0-c000", "--facts", str(tmp_path)])
+    assert r.exit_code == 2 and "missing fact files" in r.output
