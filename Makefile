@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap
 
-.PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing bench-roce validate show check sim-up sim-down sim-status plan apply clean
+.PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing bench-roce validate show check sim-up sim-down sim-status plan apply inventory clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -43,6 +43,9 @@ run: setup
 	$(BIN)/loom plan $(MODEL) --out $(OUT)/plan.json; rc=$$?; [ $$rc -le 2 ] && [ $$rc -ne 1 ]
 	$(BIN)/loom apply $(OUT)/plan.json
 	$(BIN)/loom plan $(MODEL)
+
+inventory: setup
+	$(BIN)/loom inventory $(MODEL)
 
 sim-up sim-down sim-status: setup
 	$(BIN)/loom sim $(subst sim-,,$@) $(MODEL)

@@ -102,3 +102,17 @@ def test_runs_longer_than_any_medium_are_refused(tmp_path):
 def test_model_without_cabling_section_is_refused():
     r = runner.invoke(app, ["cabling", str(TOPO / "c4-dualport.yaml")])
     assert r.exit_code == 1 and "cabling:" in r.output
+
+
+def test_change_sheet_between_git_revisions(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(TOPO, repo / "topology")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    model = repo / "topology" / "fire-flyer-2.yaml"
+    old = 'homing: dual, name_pattern: "st{index:03d}"}'
+    model.write_text(model.read_text().replace(old, old[:-1] + ", pinned: {st002: [37, 37]}}"))
+    out = cabling("diff", str(model), "--base", "HEAD", "--format", "text")
+    assert "2 cabling change(s)" in out and out.count("MOVE") == 2 and "st002" in out

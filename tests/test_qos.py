@@ -91,43 +91,40 @@ def test_cycle_broken_by_separate_vls_is_free_only_with_the_vl_aware_check():
     assert not r1["deadlock_free"] and r1["cycle"]
 
 
-@pytest.mark.sim
-def test_wrong_sl2vl_on_the_fabric_is_drift(tmp_path, monkeypatch):
+@pytest.fixture
+def tiny_sim(tmp_path, monkeypatch):
+    """The tiny fabric up in the simulator (with its QoS), torn down afterwards."""
     if tools_missing():
         pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
     monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
-    try:
-        assert runner.invoke(app, ["sim", "up", TINY]).exit_code == 0
-        assert runner.invoke(app, ["plan", TINY]).exit_code == 2
-        r = runner.invoke(app, ["apply", "--model", TINY])
-        assert r.exit_code == 0 and "QoS verified on" in r.output, r.output
-        d = Daemons.of("tiny")
-        conf = d.conf_file.read_text()
-        d.conf_file.write_text(conf.replace("qos_ca_sl2vl 0,1,2,0", "qos_ca_sl2vl 0,2,1,0"))  # someone swaps two VLs
-        assert d.reload() == "file"
-        r = runner.invoke(app, ["plan", TINY])
-        assert r.exit_code == 2 and "drift" in r.output and "SL2VL [0, 2, 1" in r.output, r.output
-        r = runner.invoke(app, ["apply", "--model", TINY])
-        assert r.exit_code == 0, r.output
-        r = runner.invoke(app, ["plan", TINY])
-        assert r.exit_code == 0 and "No changes" in r.output
-    finally:
-        runner.invoke(app, ["sim", "down", TINY])
+    assert runner.invoke(app, ["sim", "up", TINY]).exit_code == 0
+    yield Daemons.of("tiny")
+    runner.invoke(app, ["sim", "down", TINY])
 
 
 @pytest.mark.sim
-def test_fast_qos_reader_equals_smpquery(tmp_path, monkeypatch):
+def test_wrong_sl2vl_on_the_fabric_is_drift(tiny_sim):
+    assert runner.invoke(app, ["plan", TINY]).exit_code == 2
+    r = runner.invoke(app, ["apply", "--model", TINY])
+    assert r.exit_code == 0 and "QoS verified on" in r.output, r.output
+    d = tiny_sim
+    conf = d.conf_file.read_text()
+    d.conf_file.write_text(conf.replace("qos_ca_sl2vl 0,1,2,0", "qos_ca_sl2vl 0,2,1,0"))  # someone swaps two VLs
+    assert d.reload() == "file"
+    r = runner.invoke(app, ["plan", TINY])
+    assert r.exit_code == 2 and "drift" in r.output and "SL2VL [0, 2, 1" in r.output, r.output
+    r = runner.invoke(app, ["apply", "--model", TINY])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["plan", TINY])
+    assert r.exit_code == 0 and "No changes" in r.output
+
+
+@pytest.mark.sim
+def test_fast_qos_reader_equals_smpquery(tiny_sim):
     """The one-process MAD reader returns exactly what `smpquery` returns, port by port."""
     from loom.push.qos_readback import read_qos, read_qos_smpquery
     from loom.routing import subnet
 
-    if tools_missing():
-        pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
-    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
-    try:
-        assert runner.invoke(app, ["sim", "up", TINY]).exit_code == 0
-        d, sn = Daemons.of("tiny"), subnet(load_fabric(TINY), 0)
-        fast, slow = read_qos(d, sn), read_qos_smpquery(d, sn)
-        assert len(fast) == 120 and fast == slow
-    finally:
-        runner.invoke(app, ["sim", "down", TINY])
+    sn = subnet(load_fabric(TINY), 0)
+    fast, slow = read_qos(tiny_sim, sn), read_qos_smpquery(tiny_sim, sn)
+    assert len(fast) == 120 and fast == slow

@@ -23,7 +23,7 @@ from loom.expand import Fabric
 from loom.render.ibsim import ibsim_net
 
 from .files import write_atomic
-from .sim import UMAD2SIM, SimError, sm_host, tools_missing
+from .sim import UMAD2SIM, SimError, sm_host, start_ibsim, tools_missing
 
 
 def state_dir(fabric_name: str) -> Path:
@@ -143,25 +143,11 @@ class Daemons:
         return "started"
 
     def _start_ibsim(self, fabric: Fabric, timeout: float) -> None:
-        net = write_atomic(self.dir / "fabric.net", ibsim_net(fabric, 0))
         sock = f"loom-{fabric.name}-{uuid.uuid4().hex[:8]}"
         write_atomic(self.dir / "ibsim.sock", sock + "\n")
         write_atomic(self.dir / "sm_host", sm_host(fabric, 0) + "\n")
-        switches = sum(1 for s in fabric.switches if s.plane == 0)
-        cas = len({p.ca for p in fabric.ports if p.plane == 0})
-        ports = sum(s.ports + 1 for s in fabric.switches if s.plane == 0) + 2 * cas
-        limits = ["-N", str(max(2048, 2 * (switches + cas))), "-S", str(max(256, 2 * switches)), "-P", str(max(13312, 2 * ports))]
-        with open(self.dir / "ibsim.log", "wb") as log:
-            proc = subprocess.Popen(["ibsim", "-s", "-n", *limits, str(net)], stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, cwd=self.dir, start_new_session=True,
-                                    env={**os.environ, "IBSIM_SOCKNAME": sock})
+        proc = start_ibsim(fabric, 0, self.dir, sock, timeout)
         write_atomic(self.dir / "ibsim.pid", f"{proc.pid}\n")
-        deadline = time.monotonic() + timeout
-        while f"@{sock}:ctl" not in Path("/proc/net/unix").read_text():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise SimError(f"ibsim did not come up; see {self.dir / 'ibsim.log'}")
-            time.sleep(0.05)
 
     def start_opensm(self, timeout: float = 120) -> str:
         """Start OpenSM as a daemon and wait for its first sweep; return the engine it used."""

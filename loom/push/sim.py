@@ -34,6 +34,29 @@ def tools_missing() -> list[str]:
     return [t for t in need if shutil.which(t) is None] + ([] if Path(UMAD2SIM).exists() else [UMAD2SIM])
 
 
+def start_ibsim(fabric: Fabric, plane: int, directory: Path, sock: str, timeout: float) -> subprocess.Popen:
+    """Write the net file, start ibsim (limits raised to fit, private socket name, its own
+    session so it can be killed as a group) and wait until its socket is open."""
+    net = write_atomic(directory / "fabric.net", ibsim_net(fabric, plane))
+    switches = sum(1 for s in fabric.switches if s.plane == plane)
+    cas = len({p.ca for p in fabric.ports if p.plane == plane})
+    ports = sum(s.ports + 1 for s in fabric.switches if s.plane == plane) + 2 * cas
+    limits = ["-N", str(max(2048, 2 * (switches + cas))), "-S", str(max(256, 2 * switches)), "-P", str(max(13312, 2 * ports))]
+    with open(directory / "ibsim.log", "wb") as log:
+        proc = subprocess.Popen(["ibsim", "-s", "-n", *limits, str(net)], stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, cwd=directory, start_new_session=True,
+                                env={**os.environ, "IBSIM_SOCKNAME": sock})
+    deadline = time.monotonic() + timeout
+    while f"@{sock}:ctl" not in Path("/proc/net/unix").read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            raise SimError(f"ibsim did not come up (exit {proc.returncode}); see {directory / 'ibsim.log'}")
+        time.sleep(0.05)
+    return proc
+
+
 @dataclass
 class OpenSMRun:
     dir: Path
@@ -69,25 +92,8 @@ class SimFabric:
     # ------------------------------------------------------------------ lifecycle
     def start(self, timeout: float = 30) -> "SimFabric":
         self.dir.mkdir(parents=True, exist_ok=True)
-        net = write_atomic(self.dir / "fabric.net", ibsim_net(self.fabric, self.plane))
-        switches = sum(1 for s in self.fabric.switches if s.plane == self.plane)
-        cas = len({p.ca for p in self.fabric.ports if p.plane == self.plane})
-        ports = sum(s.ports + 1 for s in self.fabric.switches if s.plane == self.plane) + 2 * cas
-        limits = ["-N", str(max(2048, 2 * (switches + cas))), "-S", str(max(256, 2 * switches)),
-                  "-P", str(max(13312, 2 * ports))]
-        log = open(self.dir / "ibsim.log", "wb")
-        self.proc = subprocess.Popen(["ibsim", "-s", "-n", *limits, str(net)], stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=subprocess.STDOUT, cwd=self.dir,
-                                     env={**os.environ, "IBSIM_SOCKNAME": self.sock}, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SimError(f"ibsim exited with {self.proc.returncode}; see {self.dir / 'ibsim.log'}")
-            if f"@{self.sock}:ctl" in Path("/proc/net/unix").read_text():
-                return self
-            time.sleep(0.05)
-        self.stop()
-        raise SimError(f"ibsim did not open its socket within {timeout}s; see {self.dir / 'ibsim.log'}")
+        self.proc = start_ibsim(self.fabric, self.plane, self.dir, self.sock, timeout)
+        return self
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:

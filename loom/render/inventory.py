@@ -16,6 +16,16 @@ def _dump(data) -> str:
     return yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=120)
 
 
+def networkd(fabric: Fabric, node: int) -> dict:
+    """Ethernet planes: the host's NIC addressing and per-NIC source routing for host_tuning."""
+    if fabric.technology != "ethernet":
+        return {}
+    from loom.render.roce import host_config
+
+    files = host_config(fabric, node)
+    return {"host_tuning_networkd": {k: v for k, v in files.items() if k.endswith(".network")}}
+
+
 def inventory(fabric: Fabric) -> dict[str, str]:
     """Relative path → file text."""
     groups: dict[str, set[str]] = defaultdict(set)
@@ -31,7 +41,7 @@ def inventory(fabric: Fabric) -> dict[str, str]:
             groups[f"zone_{z}"].add(n.name)
         for p in ports[n.index]:
             groups[f"plane_{p.plane}"].add(n.name)
-        host_vars[n.name] = {
+        host_vars[n.name] = networkd(fabric, n.index) | {
             "loom_fabric": fabric.name, "loom_node_type": n.node_type, "loom_role": n.role, "loom_zones": list(n.zones),
             "loom_rack": n.rack, "loom_ru": n.ru,
             "loom_ports": [{"nic": p.nic, "port": p.port, "plane": p.plane, "zone": p.zone,

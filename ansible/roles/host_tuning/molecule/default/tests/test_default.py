@@ -31,3 +31,8 @@ def test_relaxed_ordering_at_boot(host):
 def test_runtime_actions_skipped_in_the_chroot(host):
     # the boot script ran nowhere: it would have needed the NICs' sysfs entries
     assert not host.file("/sys/bus/pci/devices/0000:10:00.0").exists
+
+
+def test_per_nic_source_routing(host):
+    net = host.file("/etc/systemd/network/10-loom-eth0.network").content_string
+    assert "Address=10.0.64.1/31" in net and "[RoutingPolicyRule]" in net and "Table=100" in net
