@@ -186,7 +186,7 @@ def _print_check(name: str, p: dict) -> None:
         q = p["qos"]
         out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(
             f"{c['name']} SL{c['sl']}/VL{c['vl']} {c['weight_share']:.1%}{'' if c['isolated'] else ' (shared)'}" for c in q["classes"]))
-        out.print(f"    per VL deadlock-free: " + ", ".join(f"VL{v} {'yes' if r['deadlock_free'] else 'NO'}" for v, r in q["per_vl"].items())
+        out.print("    per VL deadlock-free: " + ", ".join(f"VL{v} {'yes' if r['deadlock_free'] else 'NO'}" for v, r in q["per_vl"].items())
                   + f"; on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} of credit loops")
         for prob in q["problems"]:
             out.print(f"    [red]{prob}[/red]", highlight=False)
@@ -398,18 +398,14 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
             name = t.subnet.name(row)
             if fnmatch(name, only):
                 for fname, text in switch_config(t, row, prefixes, links_of).items():
-                    _write_quiet(out_dir / "switches" / name / fname, text)
+                    _write(out_dir / "switches" / name / fname, text)
                 written += 1
     for node in fabric.nodes:
         if fnmatch(node.name, only):
             for fname, text in host_config(fabric, node.index).items():
-                _write_quiet(out_dir / "hosts" / node.name / fname, text)
+                _write(out_dir / "hosts" / node.name / fname, text)
             written += 1
     out.print(f"wrote configs of {written} devices under {out_dir}", highlight=False)
-
-
-def _write_quiet(path: Path, text: str) -> None:
-    _write(path, text)
 
 
 @app.command("inventory")

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
 from loom.checks import Walk, check_deadlock

@@ -128,7 +128,7 @@ def switch_ports(model: Model) -> Iterator[Finding]:
                 if spine_down + spine_up > P:
                     yield Finding(("zones", i, "leaves" if isinstance(z, FatTree2) else "leaves_per_pod"),
                                   f"each spine needs {spine_down} down + {spine_up} up ports but a {z.switch_model} has {P}",
-                                  f"use fewer leaves, more spines, or a larger switch")
+                                  "use fewer leaves, more spines, or a larger switch")
             if z.oversubscription is not None and abs(z.oversubscription - z.leaf_down / z.leaf_up) > 1e-9:
                 yield Finding(("zones", i, "oversubscription"),
                               f"declared oversubscription {z.oversubscription} but leaf_down/leaf_up = {z.leaf_down}/{z.leaf_up} = {z.leaf_down / z.leaf_up:g}",

@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from loom.expand import HOST, SWITCH, Fabric
+from loom.expand import SWITCH, Fabric
 
 NONE, TO_SWITCH, TO_CA = 0, 1, 2
 #: Height of each switch role: up-ports lead from layer n to layer n + 1.
