@@ -6,22 +6,30 @@ zone to the zone's border leaf that holds the inter-zone link chosen for it.  Ev
 destination then gets one up-port index u(d): all other leaves send d up port u(d), which
 reaches spine u mod S (link u div S), and that spine sends it down to d's leaf.
 
-u(d) is a round-robin over the destinations sorted by (role, attach leaf, LID), one pointer
-running through all roles.  So for every role, and for all roles together, each up-port index
-receives the same number of destinations (±1), and each leaf's own destinations occupy a
-window of distinct up-ports.  A leaf's load on up-port u is (destinations with u(d)=u) minus
-(its own destinations with u(d)=u): even to within one, which is the lower bound
-ceil(routed-up / up-ports) wherever the remainders allow it.  Cross-zone destinations are
-spread the same way over the inter-zone links towards their zone.
+Choosing u(d), in four steps:
+1. a destination on leaf e at down-port slot k (its leaf's own LID: slot leaf_down) gets
+   u = (k + e) mod U.  A leaf's own destinations take distinct up-ports, and since placement
+   fills every leaf in the same port order, each role lands evenly on every u;
+2. destinations in other zones: a round-robin per role in LID order, each role from a fixed
+   start (adding a node to one role moves no destination of another);
+3. `even_out` moves as few destinations as needed so that every u carries at most ceil(n/U)
+   destinations per role and in total (newest CAs give way first);
+4. `repair_balance`, per switch, moves single entries between up-ports until no up-port of a
+   leaf carries more than ceil(routed-up / up-ports) destinations, in total and per role.
+   That per-leaf figure is the lower bound `loom check` compares with.
+With a hint (the tables in force), every destination keeps its hinted up-port where balance
+allows, so plan and diff show only what a change forces.  Missing links are avoided: u(d)
+moves to a spine that still reaches d's leaf, and entries on dead ports take a parallel link
+or another spine.  Cross-zone destinations are spread per role over the inter-zone links
+towards their zone.
 
-Three layers repeat the idea one level up: the pod spine position is u mod S_pod, and among
-the destinations of one spine position a second round-robin (role, pod, leaf, LID) picks the
-spine's up-port v(d), i.e. the core.
+Three layers repeat the idea one level up: the pod spine position is u mod S_pod, and a
+second spread (role, pod, class) picks the spine's up-port v(d), i.e. the core.
 
-Switch LIDs (management traffic): a leaf reaches a spine/core by going up to it; a spine
-reaches another spine of its layer by going down to the pod's *turn leaf* (leaf 0) and up.
-That down→up turn is taken only by traffic addressed to a switch and only at one leaf, so it
-cannot close a cycle in the channel-dependency graph (`loom check` proves it per fabric).
+Switch LIDs (management traffic): a leaf reaches a spine/core by going up to it; a switch
+that is not below its target goes to the zone's *turn leaf* (its single border leaf, else
+leaf 0) and up from there.  T is the only leaf where anything turns from down to up, which
+keeps the channel-dependency graph acyclic (`loom check` proves it per fabric).
 
 Cost: O(switches × LIDs) to fill the tables, all numpy; the 32,768-endpoint planes route in
 well under a second each.
