@@ -139,15 +139,30 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
 @app.command()
 def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
-          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, help="random bisections for eBB")) -> None:
+          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, help="random bisections for eBB"),
+          lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
+                                           "file of the model's subnet) instead of routing the model")) -> None:
     """Route and check: reachability, deadlock freedom, balance against the lower bound, eBB.
 
-    Exit 0 only when every plane is reachable, deadlock-free and within the balance bound."""
+    Exit 0 only when every plane is reachable, deadlock-free and within the balance bound.
+    With --lfts, the same checks run on tables from elsewhere: OpenSM's own dump, the live
+    fabric's `dump_fts`, a hand-edited file."""
     from loom.checks import check_tables
-
     from loom.qos import plan_qos
 
-    fabric, tables = _route(model, engine)
+    if lfts is None:
+        fabric, tables = _route(model, engine)
+    else:
+        from loom.render.opensm import tables_from_dump
+        from loom.routing import subnet
+
+        fabric = _fabric(model)
+        try:
+            text = lfts.read_text()
+        except OSError as exc:
+            err.print(f"[red]error:[/red] cannot read {lfts}: {exc.strerror}", highlight=False)
+            raise typer.Exit(1) from None
+        tables = [tables_from_dump(subnet(fabric, 0), text, f"file {lfts.name}")]
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
     ok = all(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] and (p["qos"] is None or p["qos"]["ok"])

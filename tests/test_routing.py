@@ -157,3 +157,14 @@ def test_routing_is_deterministic():
     a = lfts_dump(route(expand(load_model(TOPO / "fire-flyer-2.yaml")))[0])
     b = lfts_dump(route(expand(load_model(TOPO / "fire-flyer-2.yaml")))[0])
     assert a == b
+
+
+def test_loom_check_on_a_planted_table_file_prints_the_cycle(tmp_path, tiny):
+    bad, _ = plant_credit_loop(tiny, "z0")
+    (tmp_path / "planted.dump").write_text(lfts_dump(bad))
+    r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / "planted.dump"), "--ebb-samples", "5"])
+    assert r.exit_code == 1
+    assert "credit loop:" in r.output and "z0-spine0/" in r.output and "z0-leaf1/" in r.output
+    (tmp_path / "clean.dump").write_text(lfts_dump(tiny))
+    r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / "clean.dump"), "--ebb-samples", "5"])
+    assert r.exit_code == 0, r.output

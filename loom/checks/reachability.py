@@ -39,7 +39,8 @@ def check_reachability(walk: Walk) -> Reachability:
     end, hops, stuck = walk.outcome
     ca = sn.ca_lids
     src_sw = np.flatnonzero(walk.cas_on_switch)
-    weight = walk.cas_on_switch[src_sw][:, None]
+    # sources per (switch, destination): the CAs on the switch, less the destination itself
+    weight = walk.cas_on_switch[src_sw][:, None] - (sn.ca_switch[ca][None, :] == src_sw[:, None])
     e = end[np.ix_(src_sw, ca)]
     h = hops[np.ix_(src_sw, ca)]
     bad = e != DELIVERED
@@ -60,10 +61,10 @@ def check_reachability(walk: Walk) -> Reachability:
     in_zone = zone_of[src_sw][:, None] == zone_of[dst_of_ca][None, :]
     minimal = dist[np.ix_(src_sw, dst_of_ca)]
     nonminimal = in_zone & ~bad & (h > minimal)
-    self_pairs = len(ca)  # a CA to itself is not a pair
+    bad &= weight > 0
     return Reachability(
         reachable=not bad.any(),
-        ca_pairs=int((weight * np.ones_like(e)).sum()) - self_pairs,
+        ca_pairs=int(weight.sum()),
         unreachable_pairs=int((weight * bad).sum()),
         loop_pairs=int((weight * (e == LOOP)).sum()),
         max_hops=int(h[~bad].max()) if (~bad).any() else 0,
