@@ -117,6 +117,3 @@ class Fabric:
     @cached_property
     def node_index(self) -> dict[str, int]:
         return {n.name: n.index for n in self.nodes}
-
-    def end_name(self, kind: int, dev: int) -> str:
-        return self.switches[dev].name if kind == SWITCH else self.ports[dev].ca

@@ -154,10 +154,6 @@ def has_changes(plan: dict) -> bool:
     return bool(plan["changes"]["entries_changed"] or q["conf_changes"] or q["ports_differing"])
 
 
-def write_plan(plan: dict, path: Path) -> None:
-    write_atomic(path, json.dumps(plan, indent=1) + "\n")
-
-
 def read_plan(path: Path) -> dict:
     try:
         plan = json.loads(Path(path).read_text())

@@ -55,9 +55,6 @@ class QosPlan:
     max_vls: int
     rounding_bound: float
 
-    def vl_of(self, name: str) -> int:
-        return next(c.vl for c in self.classes if c.name == name)
-
 
 def _ordered(classes: list[TrafficClass]) -> list[TrafficClass]:
     """The default class first (SL 0 / TC 0), then the others in model order."""
