@@ -53,10 +53,8 @@ def up_ports(walk: Walk, layer: int) -> tuple[np.ndarray, np.ndarray]:
     """(switch rows, port columns) of up-ports leaving switches of `layer`."""
     sn = walk.tables.subnet
     layers = np.array([LAYER[sn.switch(i).role] for i in range(sn.n)])
-    rows, cols = np.nonzero(sn.peer_kind == TO_SWITCH)
-    peer = sn.peer_dev[rows, cols]
-    m = (layers[rows] == layer) & (layers[peer] == layer + 1)
-    return rows[m], cols[m]
+    rows, cols = np.nonzero(sn.up_port_mask & (layers == layer)[:, None])
+    return rows, cols
 
 
 def design_up_ports(sn) -> np.ndarray:

@@ -46,7 +46,7 @@ from loom.expand import CABLE_KINDS
 from loom.model.schema import FatTree2, FatTree3
 
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft, register
-from .subnet import LAYER, TO_SWITCH, Subnet
+from .subnet import TO_SWITCH, Subnet
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
 
@@ -225,11 +225,9 @@ def repair_balance(sn: Subnet, lft: np.ndarray, roles: np.ndarray, kept: np.ndar
     up/down.  Switch LIDs move only between parallel links to the same peer.  Stops when no
     move helps; the balance check reports what is left.
     """
-    layer = np.array([LAYER[sn.switch(i).role] for i in range(sn.n)])
     lids = np.flatnonzero(roles < 9)
     for row in range(sn.n):
-        ports = np.flatnonzero((sn.peer_kind[row] == TO_SWITCH)
-                               & (layer[np.where(sn.peer_kind[row] == TO_SWITCH, sn.peer_dev[row], 0)] == layer[row] + 1))
+        ports = np.flatnonzero(sn.up_port_mask[row])
         if len(ports) < 2:
             continue
         up = lids[np.isin(lft[row, lids], ports)]

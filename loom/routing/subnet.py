@@ -53,6 +53,14 @@ class Subnet:
         return self.fabric.ports[int(self.lid_port[lid])].ca
 
     @cached_property
+    def up_port_mask(self) -> np.ndarray:
+        """[sw, port] True where the port leads to a switch one layer up (leaf→spine, spine→core)."""
+        layer = np.array([LAYER[self.switch(i).role] for i in range(self.n)])
+        to_switch = self.peer_kind == TO_SWITCH
+        peer_layer = layer[np.where(to_switch, self.peer_dev, 0)]
+        return to_switch & (peer_layer == layer[:, None] + 1)
+
+    @cached_property
     def lid_names(self) -> list[str | None]:
         """Name of every LID's owner (None for unused LIDs)."""
         return [self.lid_name(l) if (self.lid_switch[l] >= 0 or self.lid_port[l] >= 0) else None
