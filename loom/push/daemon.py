@@ -23,7 +23,7 @@ from loom.expand import Fabric
 from loom.render.ibsim import ibsim_net
 
 from .files import write_atomic
-from .sim import UMAD2SIM, SimError, sm_host, start_ibsim, tools_missing
+from .sim import SimError, client_env, sm_host, start_ibsim, tools_missing
 
 
 def state_dir(fabric_name: str) -> Path:
@@ -92,8 +92,7 @@ class Daemons:
         return self._read("sm_host")
 
     def env(self) -> dict:
-        return {**os.environ, "LD_PRELOAD": UMAD2SIM, "SIM_HOST": self.sm_host or "", "IBSIM_SOCKNAME": self.sock or "",
-                "OSM_TMP_DIR": str(self.osm), "OSM_CACHE_DIR": str(self.osm)}
+        return client_env(self.sock or "", self.sm_host or "", OSM_TMP_DIR=str(self.osm), OSM_CACHE_DIR=str(self.osm))
 
     # ------------------------------------------------------------------ status
     def status(self) -> dict:

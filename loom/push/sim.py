@@ -34,6 +34,11 @@ def tools_missing() -> list[str]:
     return [t for t in need if shutil.which(t) is None] + ([] if Path(UMAD2SIM).exists() else [UMAD2SIM])
 
 
+def client_env(sock: str, host: str, **extra: str) -> dict:
+    """Environment of a client of the simulated fabric: umad2sim, the CA it attaches to, the socket."""
+    return {**os.environ, "LD_PRELOAD": UMAD2SIM, "SIM_HOST": host, "IBSIM_SOCKNAME": sock, **extra}
+
+
 def start_ibsim(fabric: Fabric, plane: int, directory: Path, sock: str, timeout: float) -> subprocess.Popen:
     """Write the net file, start ibsim (limits raised to fit, private socket name, its own
     session so it can be killed as a group) and wait until its socket is open."""
@@ -113,7 +118,7 @@ class SimFabric:
 
     # ------------------------------------------------------------------ clients
     def env(self, host: str | None = None) -> dict:
-        return {**os.environ, "LD_PRELOAD": UMAD2SIM, "SIM_HOST": host or self.sm_host, "IBSIM_SOCKNAME": self.sock}
+        return client_env(self.sock, host or self.sm_host)
 
     def run(self, args: list[str], cwd: Path | None = None, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
         res = subprocess.run(args, cwd=cwd or self.dir, env=self.env(), capture_output=True, text=True, timeout=timeout)
