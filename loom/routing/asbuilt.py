@@ -9,7 +9,9 @@ An engine plans for the design; the floor has links missing, switches down, part
    takes the least-loaded legal port of its switch, or "no route" if the switch cannot reach
    the destination legally (reachability then reports it);
 3. every group of interchangeable ports is brought to its exact as-built bound, in total and
-   per role, by a min-cost flow that moves as few entries as it can (`loads.rebalance_switch`).
+   per role, over the destinations whose traffic reaches it (`loads.carried`), by a min-cost
+   flow that moves as few entries as it can (`loads.rebalance_switch`); level by level, leaf
+   up-ports first, since their choices decide what reaches the spines.
 Because every entry of every switch is legal, any packet goes up, then down (one turn at the
 turn leaf for switch-to-switch traffic): no forwarding loop is possible.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import NO_ROUTE
-from .loads import port_groups, rebalance_switch
+from .loads import carried, port_groups, rebalance_switch
 from .subnet import Subnet
 from .updown import UpDown
 
@@ -38,9 +40,13 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     lids = np.flatnonzero(ud.live_lids)
     for x in np.flatnonzero(ud.live):
         _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids)
-    for x in np.flatnonzero(ud.live):
-        for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids, roles):
-            rebalance_switch(lft, group, priority)
+    # level by level, since a lower level's choices decide what reaches the next one
+    for lay, direction in ((0, "up"), (1, "up"), (2, "down"), (1, "down")):
+        used = carried(sn, lft, lids)
+        for x in np.flatnonzero(ud.live & (ud.layer == lay)):
+            for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
+                if group.direction == direction:
+                    rebalance_switch(lft, group, priority)
     return warnings
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
+from .subnet import TO_SWITCH
 from .updown import UpDown
 
 
@@ -211,3 +212,24 @@ def _apply(lft: np.ndarray, group: PortGroup, flow: dict, priority: np.ndarray) 
             for i in movers[:n]:
                 lft[group.switch, group.lids[i]] = group.ports[j]
             movers = movers[n:]
+
+
+def carried(sn, lft: np.ndarray, lids: np.ndarray) -> np.ndarray:
+    """[switch, j] True where a packet from some channel adapter to lids[j] passes the switch:
+    the entries that carry data traffic (balance is about those; a spine's table lists every
+    destination, but only the ones leaves send up to it reach it)."""
+    seen = np.zeros((sn.n, len(lids)), bool)
+    seen[np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0, :] = True
+    frontier = seen.copy()
+    cols = np.arange(len(lids))
+    for _ in range(sn.n):
+        r, j = np.nonzero(frontier)
+        port = np.minimum(lft[r, lids[j]].astype(np.int64), sn.max_port)
+        ok = sn.peer_kind[r, port] == TO_SWITCH
+        new = np.zeros_like(seen)
+        new[sn.peer_dev[r[ok], port[ok]], cols[j[ok]]] = True
+        frontier = new & ~seen
+        if not frontier.any():
+            break
+        seen |= frontier
+    return seen

@@ -110,28 +110,28 @@ class UpDown:
     def cut_off(self) -> list[str]:
         """Names of switches and CAs the subnet manager cannot reach, for warnings."""
         sn = self.sn
-        names = [sn.name(i) for i in np.flatnonzero(~self.live)]
+        down = sn.fabric.down_switches
+        names = [sn.name(i) + (" (down)" if int(sn.switches[i]) in down else "") for i in np.flatnonzero(~self.live)]
         lost_ca = [l for l in range(1, sn.max_lid + 1) if sn.lid_port[l] >= 0 and not self.live_lids[l]]
         return names + [sn.lid_name(l) for l in lost_ca]
 
     @cached_property
     def turn_leaf(self) -> dict[int, int]:
-        """{zone index: leaf row}: the zone's single border leaf if it has exactly one (so
-        cross-zone traffic turns there too), else the live leaf with the most working up-links
-        (the first on a tie: leaf 0 of an intact zone)."""
+        """{zone index: leaf row}: the live leaf that reaches the most switches of its zone up and
+        down (every one, on a fabric whose leaves each still reach every spine); on a tie the
+        zone's single border leaf, then the first leaf (leaf 0 of an intact zone).  Every
+        down→up turn of the zone happens there, so the zone's one VL stays free of credit loops."""
         r, _, p = self.links
         border = r[(self.zone[r] != self.zone[p]) & self.live[r]]
-        ups = np.bincount(r[(self.layer[p] == self.layer[r] + 1) & (self.zone[p] == self.zone[r])], minlength=self.sn.n)
         out = {}
         for z in np.unique(self.zone):
+            members = np.flatnonzero(self.zone == z)
             b = np.unique(border[self.zone[border] == z])
-            if len(b) == 1:
-                out[int(z)] = int(b[0])
-                continue
             leaves = np.flatnonzero((self.zone == z) & (self.layer == 0) & self.live)
-            leaves = sorted(leaves.tolist(), key=lambda x: (-ups[x], self.sn.switch(x).edge or 0))
-            if leaves:
-                out[int(z)] = leaves[0]
+            if len(leaves):
+                reach = self.updown[np.ix_(leaves, members)].sum(axis=1)
+                key = [(-int(n), not (len(b) == 1 and x == b[0]), self.sn.switch(int(x)).edge or 0) for x, n in zip(leaves, reach)]
+                out[int(z)] = int(leaves[min(range(len(leaves)), key=key.__getitem__)])
         return out
 
     @cached_property
