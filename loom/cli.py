@@ -115,18 +115,31 @@ ENGINE_OPT = typer.Option("fattree", "--engine", help="routing engine")
 @app.command("route")
 def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
               engine: str = ENGINE_OPT) -> None:
-    """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid and DIR/summary.json."""
+    """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid, DIR/topology.net (the
+    fabric as it stands, in the ibnetdiscover/ibsim format), DIR/qos-policy.conf (OpenSM -Y, when
+    cross-zone traffic needs its own VLs) and DIR/summary.json."""
     import hashlib
 
+    from loom.qos import plan_qos
+    from loom.qos.render import opensm_qos_policy
+    from loom.render.ibsim import ibsim_net
     from loom.render.opensm import guid2lid, lfts_dump
 
     fabric, tables = _route(model, engine)
+    qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
     summary = {"fabric": fabric.name, "model": str(model), "engine": engine, "planes": []}
     for t in tables:
         d = out_dir if fabric.planes == 1 else out_dir / f"plane{t.subnet.plane}"
         dump = lfts_dump(t)
         _write(d / "lfts.dump", dump)
         _write(d / "guid2lid", guid2lid(t))
+        if fabric.technology == "infiniband":
+            _write(d / "topology.net", ibsim_net(fabric, t.subnet.plane))
+        policy = opensm_qos_policy(fabric, qos, t.subnet.plane) if qos else None
+        if policy:
+            _write(d / "qos-policy.conf", policy)
+        for w in t.warnings:
+            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
         summary["planes"].append({
             "plane": t.subnet.plane, "dir": str(d), "switches": t.subnet.n, "max_lid": t.subnet.max_lid,
             "ca_ports": len(t.subnet.ca_lids), "lft_entries": int((t.lft != 255).sum()),
@@ -207,6 +220,9 @@ def _print_check(name: str, p: dict) -> None:
     out.print(f"  deadlock-free:  {verdict(p['deadlock_free'])}  {p['deadlock']['channels']} channels, "
               f"{p['deadlock']['dependencies']} dependencies (CA-to-CA only: "
               f"{'free' if p['deadlock']['ca_to_ca_deadlock_free'] else 'LOOP'})")
+    if p.get("cross_zone_vls"):
+        out.print("    cross-zone: inter-zone links leave a zone from several leaves, so traffic to lower-numbered zones "
+                  "rides a second VL per class (its SL = class SL + classes; one VL could not stay loop-free)")
     if p["qos"]:
         q = p["qos"]
         out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(

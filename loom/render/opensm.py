@@ -76,3 +76,32 @@ def tables_from_dump(subnet, text: str, engine: str) -> Tables:
             if lid <= subnet.max_lid:
                 lft[row, lid] = port
     return Tables(subnet, lft, engine)
+
+
+def ibdmchk_path_sls(t: Tables, sl_of_pair) -> str:
+    """ibdmchk's `-c` file: `0x<source node GUID> <destination LID> <SL>` for every CA-to-CA pair
+    of the subnet; `sl_of_pair(source zone, destination zone)` gives the default class's SL."""
+    sn = t.subnet
+    names = [z.name for z in sn.fabric.model.zones]
+    ports = [p for p in sn.fabric.ports if p.plane == sn.plane and sn.port_lid[p.index] in set(sn.ca_lids.tolist())]
+    lines = []
+    for src in ports:
+        for dst in ports:
+            if dst.index != src.index:
+                lines.append(f"0x{src.ca_guid:016x} {dst.lid} {sl_of_pair(names.index(src.zone), names.index(dst.zone))}")
+    return "\n".join(lines) + "\n"
+
+
+def ibdmchk_sl2vl(t: Tables, sl2vl: tuple[int, ...]) -> str:
+    """ibdmchk's `-d` file: `0x<switch GUID> <in port> <out port> 0x<SL0><SL1> ...` (one VL nibble
+    per SL, two per byte) for every pair of a switch's cabled ports: the same map everywhere."""
+    sn = t.subnet
+    table = " ".join(f"0x{sl2vl[i]:x}{sl2vl[i + 1]:x}" for i in range(0, 16, 2))
+    lines = []
+    for row in range(sn.n):
+        if (t.lft[row] == NO_ROUTE).all():
+            continue
+        cabled = [int(p) for p in np.flatnonzero(sn.peer_kind[row] != 0)]
+        guid = sn.switch(row).guid
+        lines += [f"0x{guid:016x} {i} {o} {table}" for i in cabled for o in cabled if i != o]
+    return "\n".join(lines) + "\n"
