@@ -169,7 +169,7 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
     if lfts is None:
         fabric, tables = _route(model, engine)
     else:
-        from loom.render.opensm import tables_from_dump
+        from loom.render.opensm import DumpMismatch, match_dump, parse_lfts_dump, tables_from_dump
         from loom.routing import subnet
 
         fabric = _fabric(model)
@@ -178,7 +178,13 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
         except OSError as exc:
             err.print(f"[red]error:[/red] cannot read {lfts}: {exc.strerror}", highlight=False)
             raise typer.Exit(1) from None
-        tables = [tables_from_dump(subnet(fabric, 0), text, f"file {lfts.name}")]
+        sn = subnet(fabric, 0)
+        try:
+            match_dump(sn, parse_lfts_dump(text), text)
+            tables = [tables_from_dump(sn, text, f"file {lfts.name}")]
+        except DumpMismatch as exc:
+            err.print(f"[red]error:[/red] {lfts}: not the tables of {fabric.name}: {exc}", highlight=False)
+            raise typer.Exit(1) from None
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
     bound_key = "design_within_bound" if design_bound else "within_bound"

@@ -182,3 +182,15 @@ def test_loom_check_on_a_planted_table_file_prints_the_cycle(tmp_path, tiny):
     (tmp_path / "clean.dump").write_text(lfts_dump(tiny))
     r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / "clean.dump"), "--ebb-samples", "5"])
     assert r.exit_code == 0, r.output
+
+
+def test_check_refuses_a_table_file_that_is_not_the_fabrics(tmp_path, ff2):
+    (tmp_path / "empty.dump").write_text("nothing to see\n")
+    (tmp_path / "other.dump").write_text(lfts_dump(ff2))
+    for name, why in (("empty.dump", "holds no forwarding tables"), ("other.dump", "has LID")):
+        r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / name)])
+        assert r.exit_code == 1 and why in r.output and "Traceback" not in r.output, r.output
+    foreign = lfts_dump(ff2).replace("0x0002c9020000", "0x0009c9020000", 1)
+    (tmp_path / "foreign.dump").write_text(foreign)
+    r = runner.invoke(app, ["check", str(TOPO / "fire-flyer-2.yaml"), "--lfts", str(tmp_path / "foreign.dump")])
+    assert r.exit_code == 1 and "is not a switch of this model" in r.output, r.output
