@@ -168,19 +168,72 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
 def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray) -> None:
     """Reassign the group's destinations so that every port meets the group's bound in total
     and per role, changing as few entries as possible; `priority[lid]` higher = moves last
-    (a move costs 1 + 4 × priority in the flow; among equals the newest destination moves)."""
+    (a move costs 1 + 4 × priority; among equals the newest destination moves).
+
+    Cheap first: single moves from a port over its cap to one with room, against the quick
+    counting bounds (reaching those is optimal), then against the exact ones; only when single
+    moves get stuck does a min-cost flow reassign the group."""
     if group.legal() and group.at_counting_bound():
         return
     bound = group.bound()
-    bound_r = {r: group.bound(r) for r in np.unique(group.roles).tolist()}
-    if group.legal() and group.loads().max(initial=0) <= bound \
-            and all(group.loads(r).max(initial=0) <= b for r, b in bound_r.items()):
+    roles = np.unique(group.roles).tolist()
+    quick = {r: counting_bound(group.patterns, group.counts(r)) for r in roles}
+    if _single_moves(lft, group, bound, quick, priority):
         return
-    for extra in range(len(bound_r) + 2):  # relax per-role bounds only if all cannot hold at once
-        flow = _min_cost_assignment(group, bound, {r: b + extra for r, b in bound_r.items()}, priority)
+    exact = {r: group.bound(r) for r in roles}
+    if exact != quick and _single_moves(lft, group, bound, exact, priority):
+        return
+    for extra in range(len(roles) + 2):  # relax per-role bounds only if all cannot hold at once
+        flow = _min_cost_assignment(group, bound, {r: b + extra for r, b in exact.items()}, priority)
         if flow is not None:
             _apply(lft, group, flow, priority)
             return
+
+
+def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[int, int], priority: np.ndarray) -> bool:
+    """Greedy repair; True (and the group updated in place) when every cap holds."""
+    chosen = group.chosen.copy()
+    allowed = group.patterns[group.pattern]
+    # a destination on an illegal port must move: give it its least loaded legal port first
+    for i in np.flatnonzero((chosen < 0) | ~allowed[np.arange(len(chosen)), np.maximum(chosen, 0)]):
+        legal = np.flatnonzero(allowed[i])
+        chosen[i] = legal[np.argmin(np.bincount(chosen[chosen >= 0], minlength=len(group.ports))[legal])]
+    roles = group.roles
+    nr = int(roles.max()) + 1
+    cap_r = np.array([bound_r.get(r, 0) for r in range(nr)])
+    load = np.bincount(chosen, minlength=len(group.ports))
+    load_r = np.zeros((nr, len(group.ports)), np.int64)
+    np.add.at(load_r, (roles, chosen), 1)
+    order = np.lexsort((-group.lids, priority[group.lids]))  # who moves first: low priority, newest
+    for _ in range(4 * len(chosen) + 8):
+        over_r = load_r > cap_r[:, None]
+        over = load > bound
+        if not over.any() and not over_r.any():
+            break
+        moved = False
+        for i in order:
+            c, r = chosen[i], roles[i]
+            if not (over[c] or over_r[r, c]):
+                continue
+            room = allowed[i] & (load < bound) & (load_r[r] < cap_r[r])
+            room[c] = False
+            if room.any():
+                j = int(np.flatnonzero(room)[np.argmin(load[room])])
+                load[c] -= 1
+                load_r[r, c] -= 1
+                load[j] += 1
+                load_r[r, j] += 1
+                chosen[i] = j
+                moved = True
+                break
+        if not moved:
+            return False
+    else:
+        return False
+    changed = chosen != group.chosen
+    lft[group.switch, group.lids[changed]] = group.ports[chosen[changed]]
+    group.chosen = chosen
+    return True
 
 
 def _keys(group: PortGroup, priority: np.ndarray) -> np.ndarray:
