@@ -32,9 +32,11 @@ def _fabric(path: Path) -> Fabric:
 
 
 def _print_model_error(path: Path, exc: ModelError) -> None:
-    err.print(f"[red]error:[/red] {path} is not a valid model", highlight=False)
+    is_lock = exc.file.endswith(".lock")
+    err.print(f"[red]error:[/red] {exc.file if is_lock else path} is not a valid {'lock file' if is_lock else 'model'}",
+              highlight=False)
     for p in exc.problems:
-        err.print(p.render(str(path)), highlight=False, markup=False)
+        err.print(p.render(exc.file if is_lock else str(path)), highlight=False, markup=False)
 
 
 def _write(path: Path, data: str) -> None:
@@ -219,6 +221,50 @@ def _print_check(name: str, p: dict) -> None:
         iz = b["inter_zone"]
         out.print(f"    inter-zone  max {iz['max_dest_per_link']} / bound {iz['lower_bound']} over {iz['links']} link directions")
     out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items()))
+
+
+@app.command("lock")
+def lock_cmd(model: Path = MODEL_ARG,
+             check: bool = typer.Option(False, "--check", help="exit 1 if the lock file and the model disagree "
+                                        "(or the lock was edited by hand); write nothing"),
+             relayout: bool = typer.Option(False, "--relayout", help="start over: place everything by policy, "
+                                           "ignoring the lock (devices may move, LIDs may be renumbered)")) -> None:
+    """Write or update MODEL's lock file (`<model>.lock` next to it): every device's rack and RU,
+    every NIC port's switch port, every GUID and LID.  Existing things keep their place; new
+    ones take free places; removed ones free theirs."""
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import differences, digest, lock_of, lock_text
+
+    if check and relayout:
+        err.print("[red]error:[/red] --check and --relayout exclude each other")
+        raise typer.Exit(2)
+    path = lock_path(model)
+    try:
+        old = read_lock(path)
+        fabric = load_fabric(model, None if relayout else old)
+    except ModelError as exc:
+        _print_model_error(model, exc)
+        raise typer.Exit(1) from None
+    new = lock_of(fabric, fabric.switch_lid_base)
+    if check:
+        if old is None:
+            problems = [f"no lock file; fix: run `loom lock {model}` and commit {path}"]
+        elif old.digest != digest(old):
+            problems = ["the file was edited by hand (its digest does not match); fix: revert it "
+                        f"(`git checkout -- {path}`), or accept the edit with `loom lock {model}`"]
+        else:
+            problems = [f"{x}; fix: run `loom lock {model}` and commit {path}" for x in differences(old, new)]
+        for x in problems:
+            err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
+        if not problems:
+            out.print(f"{path}: matches {model}", highlight=False)
+        raise typer.Exit(1 if problems else 0)
+    before = (set(old.nodes) | set(old.switches)) if old else set()
+    after = set(new.nodes) | set(new.switches)
+    _write(path, lock_text(new))
+    out.print(f"wrote {path}: {len(new.switches)} switches, {len(new.nodes)} nodes, {len(new.racks)} racks "
+              f"({len(after - before)} added, {len(before - after)} removed{', relaid out' if relayout else ''})",
+              highlight=False)
 
 
 @app.command()
