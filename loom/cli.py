@@ -32,7 +32,7 @@ def _fabric(path: Path) -> Fabric:
 
 
 def _print_model_error(path: Path, exc: ModelError) -> None:
-    is_lock = exc.file.endswith(".lock")
+    is_lock = exc.file.endswith(".lock.json")
     err.print(f"[red]error:[/red] {exc.file if is_lock else path} is not a valid {'lock file' if is_lock else 'model'}",
               highlight=False)
     for p in exc.problems:
@@ -279,7 +279,8 @@ def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for
 
 
 def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: str) -> tuple[Path, str]:
-    """The model file of one side of a diff: a file, a git revision of MODEL, or MODEL itself."""
+    """The model file of one side of a diff: a file, a git revision of MODEL (with its lock file
+    at that revision beside it), or MODEL itself."""
     import subprocess
 
     if file is not None:
@@ -293,9 +294,27 @@ def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label:
     show = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=top.stdout.strip(), capture_output=True)
     if show.returncode != 0:
         raise _DiffError(f"cannot read {rel} at revision {rev}: {show.stderr.decode().strip()}")
-    path = tmp / f"{label}-{model.name}"
+    path = tmp / label / model.name
+    path.parent.mkdir(exist_ok=True)
     path.write_bytes(show.stdout)
+    from loom.expand import lock_path
+
+    lock = subprocess.run(["git", "show", f"{rev}:{lock_path(rel)}"], cwd=top.stdout.strip(), capture_output=True)
+    if lock.returncode == 0:
+        lock_path(path).write_bytes(lock.stdout)
     return path, f"{rev}"
+
+
+def _side(path: Path, base: Fabric | None) -> Fabric:
+    """One side of a change: the model with its own lock file, else (the head of a change)
+    with the lock the base gives, so a change is judged against the floor as it stands."""
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import lock_of
+
+    lock = read_lock(lock_path(path))
+    if lock is None and base is not None:
+        lock = lock_of(base, base.switch_lid_base)
+    return load_fabric(path, lock)
 
 
 class _DiffError(Exception):
@@ -318,7 +337,6 @@ def diff_cmd(
     import tempfile
 
     from loom.checks.compare import compare, evaluate
-    from loom.expand import load_fabric
     from loom.render.diff_report import markdown, summary
 
     if fmt not in ("text", "markdown", "json"):
@@ -332,14 +350,15 @@ def diff_cmd(
         for label, rev, file in (("base", base, base_file), ("head", head, head_file)):
             try:
                 path, name = _model_at(model, rev, file, Path(tmp), label)
-                sides.append(evaluate(name, load_fabric(path), hint=sides[0] if sides else None))
+                sides.append(evaluate(name, _side(path, sides[0].fabric if sides else None), hint=sides[0] if sides else None))
             except _DiffError as exc:
                 err.print(f"[red]error:[/red] {exc}", highlight=False)
                 raise typer.Exit(2) from None
             except ModelError as exc:
                 err.print(f"[red]error:[/red] the {label} model is not valid", highlight=False)
                 for p in exc.problems:
-                    err.print(p.render(name if rev else str(path)), highlight=False, markup=False)
+                    err.print(p.render(exc.file if exc.file.endswith(".lock.json") else name if rev else str(path)),
+                              highlight=False, markup=False)
                 raise typer.Exit(2) from None
     d = compare(*sides, tolerance=tolerance)
     if fmt == "json":
@@ -392,11 +411,16 @@ def cabling(
             except _DiffError as exc:
                 err.print(f"[red]error:[/red] {exc}", highlight=False)
                 raise typer.Exit(1) from None
-            (Path(tmpdir.name) / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
+            (old_p.parent / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
         else:
             err.print("[red]error:[/red] use `loom cabling diff OLD NEW` or `loom cabling diff MODEL --base REV`")
             raise typer.Exit(2)
-        old_f, new_f = _fabric(old_p), _fabric(new_p)
+        old_f = _fabric(old_p)
+        try:
+            new_f = _side(new_p, old_f)
+        except ModelError as exc:
+            _print_model_error(new_p, exc)
+            raise typer.Exit(1) from None
         lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, _cable_plan(new_p, new_f))
         text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines)
         if tmpdir:
