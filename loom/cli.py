@@ -398,7 +398,7 @@ def cabling(
     import tempfile
 
     if args[0] == "diff":
-        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text
+        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text, pull_list
 
         if len(args) == 3:
             old_p, new_p = Path(args[1]), Path(args[2])
@@ -421,8 +421,9 @@ def cabling(
         except ModelError as exc:
             _print_model_error(new_p, exc)
             raise typer.Exit(1) from None
-        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, _cable_plan(new_p, new_f))
-        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines)
+        new_plan = _cable_plan(new_p, new_f)
+        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, new_plan)
+        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines, pull_list(lines, new_plan))
         if tmpdir:
             tmpdir.cleanup()
     else:

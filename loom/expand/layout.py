@@ -12,8 +12,8 @@ The rule (documented for the cabling sheets):
   rows are lettered A, B, ..., Z, AA, ... and racks are named by `layout.rack_name`.
 
 With a lock file (`place_locked`), locked devices keep their rack and RU and the rack list is the
-lock's; a new node goes to the lowest free units (below the leaf units) of the rack holding its
-first leaf, else of the first node rack with room, else of a new rack added at the end; a new
+lock's; a new node goes to the lowest free units (below the leaf units) of the node rack nearest
+(in rack order) to the rack holding its first leaf, else of a new rack added at the end; a new
 leaf to the top units of its first node's rack, else like spines and cores to the highest free
 slot of the first network rack (a rack holding no node) with room, else of a new rack.  The units
 of devices the change removes stay taken until `loom lock` rewrites the file.
@@ -189,10 +189,10 @@ def place_locked(d) -> None:
         s["rack"], s["ru"] = racks.put(*slot, h)
     for n in new_nodes:
         h = node_h[n["index"]]
-        leaf_rack = d.switches[first_port[n["index"]][1]]["rack"]
-        candidates = [racks.index[leaf_rack]] + [r for r in range(len(racks.names)) if racks.holds_nodes[r]]
-        slot = next(((r, u) for r in candidates if racks.holds_nodes[r]
-                     for u in [racks.free_slot(r, h, 1, limit, top_down=False)] if u is not None), None)
+        near = racks.index[d.switches[first_port[n["index"]][1]]["rack"]]
+        candidates = sorted((r for r in range(len(racks.names)) if racks.holds_nodes[r]), key=lambda r: (abs(r - near), r))
+        slot = next(((r, u) for r in candidates for u in [racks.free_slot(r, h, 1, limit, top_down=False)]
+                     if u is not None), None)
         if slot is None:
             slot = (racks.add_rack(), 1)
             racks.holds_nodes[slot[0]] = True

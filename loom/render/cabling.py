@@ -73,6 +73,7 @@ class Cable:
     plane: int
     zone: str
     run_m: float
+    index: int = -1  # row in the fabric's cable table
 
     def row(self) -> dict:
         d = {"cable_id": self.cable_id, "label": self.label}
@@ -166,7 +167,7 @@ def cable_plan(fabric: Fabric, catalogue: Catalogue) -> list[Cable]:
         medium, length, part = pick
         label = f"{cid} | {a.device} {a.port} ({a.rack} U{a.ru}) <-> {b.device} {b.port} ({b.rack} U{b.ru})"
         out.append(Cable(cid, label, a, b, CABLE_KINDS[int(c.kind[i])], speed, medium.kind, length, part,
-                         medium.transceiver or "", medium.fiber or "", int(c.plane[i]), sb.zone, run))
+                         medium.transceiver or "", medium.fiber or "", int(c.plane[i]), sb.zone, run, i))
     if refused:
         raise ModelError("", [Problem("layout", f"{len(refused)} cable run(s) are longer than any catalogue medium allows, "
                                       f"e.g. {refused[0]}", "place the racks closer (layout) or add a longer medium to the catalogue",
