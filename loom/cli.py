@@ -239,21 +239,26 @@ def lock_cmd(model: Path = MODEL_ARG,
         err.print("[red]error:[/red] --check and --relayout exclude each other")
         raise typer.Exit(2)
     path = lock_path(model)
+
+    def refuse(problems: list[str]) -> None:
+        for x in problems:
+            err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
+        raise typer.Exit(1)
+
     try:
         old = read_lock(path)
+        if check and old is None:
+            refuse([f"no lock file; fix: run `loom lock {model}` and commit {path}"])
+        if check and old.digest != digest(old):
+            refuse(["the file was edited by hand (its digest does not match); fix: revert it "
+                    f"(`git checkout -- {path}`), or accept the edit with `loom lock {model}`"])
         fabric = load_fabric(model, None if relayout else old)
     except ModelError as exc:
         _print_model_error(model, exc)
         raise typer.Exit(1) from None
     new = lock_of(fabric, fabric.switch_lid_base)
     if check:
-        if old is None:
-            problems = [f"no lock file; fix: run `loom lock {model}` and commit {path}"]
-        elif old.digest != digest(old):
-            problems = ["the file was edited by hand (its digest does not match); fix: revert it "
-                        f"(`git checkout -- {path}`), or accept the edit with `loom lock {model}`"]
-        else:
-            problems = [f"{x}; fix: run `loom lock {model}` and commit {path}" for x in differences(old, new)]
+        problems = [f"{x}; fix: run `loom lock {model}` and commit {path}" for x in differences(old, new)]
         for x in problems:
             err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
         if not problems:

@@ -64,6 +64,10 @@ class Draft:
         key = (plane, zone)
         occupied = self.used[key]
         free = np.flatnonzero(~occupied.all(axis=1))
+        if len(free) == 0:  # the rules count ports; only ports the lock still holds can run out
+            raise ModelError(self.lock_file, [Problem("", f"zone {zone} has no free node-facing port left: the lock "
+                                              "file holds the ports of nodes this change removes",
+                                              "record the removal first (`loom lock MODEL`), then add the new nodes")])
         if contiguous:
             k = int(free[0])
         else:
