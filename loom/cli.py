@@ -394,11 +394,11 @@ def _cable_plan(path: Path, fabric: Fabric):
 @app.command()
 def cabling(
     args: list[str] = typer.Argument(..., help="MODEL, or: diff OLD NEW (model files)"),
-    fmt: str = typer.Option("csv", "--format", help="csv, xlsx or html (diff: text or csv)"),
+    fmt: str = typer.Option("csv", "--format", help="csv, labels (label-printer CSV), xlsx or html (diff: text or csv)"),
     out_file: Path | None = typer.Option(None, "--out", help="file to write (default: standard output for text)"),
     base: str | None = typer.Option(None, "--base", help="diff: git revision of NEW to use as OLD"),
 ) -> None:
-    """Cabling sheets: `loom cabling MODEL --format csv|xlsx|html --out PATH`;
+    """Cabling sheets: `loom cabling MODEL --format csv|labels|xlsx|html --out PATH`;
     change sheets: `loom cabling diff OLD NEW` (or `diff MODEL --base REV`)."""
     import tempfile
 
@@ -442,6 +442,10 @@ def cabling(
             from loom.render.cabling import to_csv
 
             text = to_csv(plan)
+        elif fmt == "labels":
+            from loom.render.labels import to_labels_csv
+
+            text = to_labels_csv(plan)
         elif fmt == "html":
             from loom.render.cabling_docs import to_html
 
@@ -458,7 +462,7 @@ def cabling(
             out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False)
             return
         else:
-            err.print(f"[red]error:[/red] --format must be csv, xlsx or html, not {fmt}")
+            err.print(f"[red]error:[/red] --format must be csv, labels, xlsx or html, not {fmt}")
             raise typer.Exit(2)
     if out_file is None:
         sys.stdout.write(text)

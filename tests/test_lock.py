@@ -56,7 +56,8 @@ def test_committed_lock_matches_its_model(model):
     assert code == 0, out
 
 
-@pytest.mark.parametrize("model", MODELS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("model", [pytest.param(m, marks=pytest.mark.slow) if m.stem == "roce-4plane" else m
+                                   for m in MODELS], ids=lambda p: p.stem)
 def test_lock_reproduces_the_policy_layout_byte_for_byte(model):
     assert fabric_json(load_fabric(model)) == fabric_json(load_fabric(model, None))
 
@@ -134,6 +135,7 @@ def test_self_contradicting_lock_is_a_clear_error(tmp_path):
     assert code == 1 and "not valid JSON" in out and "fire-flyer-2.lock.json:1" in out
 
 
+@pytest.mark.slow
 def test_relayout_churn_is_a_regression_unless_the_model_says_so(tmp_path):
     head = floor(tmp_path, "relaid", *COUNT)
     assert run("lock", str(head), "--relayout")[0] == 0
