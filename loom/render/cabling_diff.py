@@ -19,8 +19,19 @@ from loom.expand.churn import churn
 
 from .cabling import Cable, End, RackMap, walk_key
 
-COLUMNS = ("action", "cable_id", "from", "to", "old_a", "old_b", "new_a", "new_b", "old_cable", "new_cable",
-           "replace", "rack", "label")
+COLUMN_DOC = {
+    "action": "add, remove or move (re-pull: an end on another port, or a device at another rack/RU)",
+    "cable_id": "the cable's ID (new one for add/move, old one for remove)",
+    "from": "the end that changes, as it was (rack, RU, device, port); empty for add",
+    "to": "the end that changes, as it will be; empty for remove",
+    "old_a": "old end A (node or lower switch): rack, RU, device, port", "old_b": "old end B",
+    "new_a": "new end A", "new_b": "new end B",
+    "old_cable": "length, media and part number of the cable in place", "new_cable": "of the cable the new run needs",
+    "replace": "when the part changes: `replace 5 m AOC MFS1S00-H005V with 15 m AOC MFS1S00-H015V`",
+    "rack": "where the work is done: the rack of end A (old for remove, new otherwise)",
+    "label": "the cable's label text",
+}
+COLUMNS = tuple(COLUMN_DOC)
 ORDER = {"remove": 0, "move": 1, "add": 2}
 
 
