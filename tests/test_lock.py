@@ -179,3 +179,26 @@ def test_removed_node_frees_its_place_only_after_loom_lock(tmp_path):
     assert code == 1 and "no free node-facing port" in out and "loom lock" in out
     assert run("lock", str(model))[0] == 0  # the removal is recorded: z1-m11's port is free again
     assert gone_port in new_ports(load_fabric(grown(5)))
+
+
+def test_ethernet_growth_renumbers_no_address_or_loopback(tmp_path):
+    """A group inserted before the others: by policy every later host /31 shifts; locked, none."""
+    from loom.expand.churn import churn
+
+    shutil.copytree(TOPO / "catalogue", tmp_path / "catalogue")
+    gpu = '  - {name: gpu, node_type: gpu8-dual, role: compute, count: 32, zones: [pod], name_pattern: "n{index:03d}"}'
+    fewer = gpu.replace("count: 32", "count: 30")
+    early = '  - {name: early, node_type: gpu8-dual, role: compute, count: 1, zones: [pod], name_pattern: "x{index:03d}"}'
+    base = tmp_path / "c4.yaml"
+    base.write_text((TOPO / "c4-dualport.yaml").read_text().replace(gpu, fewer))
+    assert run("lock", str(base))[0] == 0
+    head = tmp_path / "c4-grown.yaml"
+    head.write_text(base.read_text().replace(fewer, early + "\n" + fewer))
+    shutil.copy(lock_path(base), lock_path(head))
+    old, new = load_fabric(base), load_fabric(head)
+    assert len(new.nodes) == len(old.nodes) + 1
+    ch = churn(old, new)
+    assert ch.addresses_renumbered == [] and ch.ports_recabled == [] and ch.devices_moved == []
+    assert [c.action for c in ch.cables] == ["add"] * 16
+    assert len({p.address for p in new.ports}) == len(new.ports)
+    assert churn(old, load_fabric(head, None)).addresses_renumbered  # what the lock prevents

@@ -12,7 +12,7 @@ Both revisions are expanded, routed and checked; then compared by *names*, not n
   the bound, and node types whose host layout changed (the host settings derive from them).
 A regression is a verdict that held on base and fails on head, balance further above its
 lower bound than on base by more than the tolerance, or physical churn (a device moved, a NIC
-port re-cabled, a cable re-pulled, a LID renumbered) beyond the nodes whose `pinned` entry the
+port re-cabled, a cable re-pulled, a LID or address renumbered) beyond the nodes whose `pinned` entry the
 change edits, unless the head model says `relayout: true`.  Pure growth: nodes or cables added,
 nothing removed, no existing destination moved or rerouted.
 """
@@ -120,7 +120,8 @@ def compare(base: Side, head: Side, tolerance: int = 0) -> dict:
         "head": {"label": head.label, "fabric": head.fabric.name, "verdicts": vh, "balance": bh},
         "cables": cables,
         "churn": {**ch.counts(), "devices_moved": ch.devices_moved, "ports_recabled": ch.ports_recabled,
-                  "lids_renumbered": ch.lids_renumbered, "relayout": head.fabric.model.relayout},
+                  "lids_renumbered": ch.lids_renumbered, "addresses_renumbered": ch.addresses_renumbered,
+                  "relayout": head.fabric.model.relayout},
         "host_settings_changed": _host_changes(base.fabric, head.fabric),
     }
     routing = {"lft_entries_changed": 0, "per_switch": {}, "destinations_moved": [], "destinations_rerouted": [],

@@ -210,23 +210,68 @@ def step_identities(d: Draft) -> None:
     if m.technology == "infiniband":
         _infiniband_identities(d)
     else:
-        a = m.addressing
-        lo = int(ipaddress.IPv4Network(a.loopback_pool).network_address)
-        p2p = int(ipaddress.IPv4Network(a.p2p_pool).network_address)
-        for s in d.switches:
-            s["guid"] = s["lid"] = 0
-            s["loopback"] = str(ipaddress.IPv4Address(lo + 1 + s["index"]))
-            if s["role"] in ("leaf", "upper", "lower"):
-                s["asn"] = a.leaf_asn_base + s["edge"]
-            elif s["role"] == "spine":
-                s["asn"] = a.spine_asn + (s["pod"] or 0)
-            else:
-                s["asn"] = a.core_asn
-        d.subnets = plane_subnets(m, np.array([c[7] for c in d.cables], dtype=np.int64), p2p)
-        host_cable = {c[1]: i for i, c in enumerate(d.cables) if c[0] == HOST}
-        for hp in d.ports:
-            hp["ca_guid"] = hp["guid"] = hp["lid"] = 0
-            hp["address"] = str(ipaddress.IPv4Address(int(d.subnets[host_cable[hp["index"]]]) + 1))
+        _ethernet_identities(d)
+
+
+def _ethernet_identities(d: Draft) -> None:
+    """Loopbacks, ASNs and /31s.  Switch-to-switch cables are numbered from the start of their
+    plane's pool (their order is fixed by the topology).  A switch keeps its locked loopback and
+    a NIC port its locked address; new ones take the next free (a removed one's stays taken in
+    this change), so growth renumbers no host and no switch."""
+    m, lock = d.model, d.lock
+    a = m.addressing
+    lo_pool = ipaddress.IPv4Network(a.loopback_pool)
+    locked_sw = lock.switches if lock else {}
+    present = {n["name"] for n in d.nodes} | {s["name"] for s in d.switches}
+    loopbacks = _Numbers()
+    loopbacks.used.update(_ip(x.loopback) for n, x in locked_sw.items() if x.loopback and n not in present)
+    for s in d.switches:
+        s["guid"] = s["lid"] = 0
+        ls = locked_sw.get(s["name"])
+        if ls and ls.loopback:
+            loopbacks.claim(_ip(ls.loopback), d.lock_file, f"switches.{s['name']}.loopback")
+            s["loopback"] = ls.loopback
+        if s["role"] in ("leaf", "upper", "lower"):
+            s["asn"] = a.leaf_asn_base + s["edge"]
+        elif s["role"] == "spine":
+            s["asn"] = a.spine_asn + (s["pod"] or 0)
+        else:
+            s["asn"] = a.core_asn
+    for s in d.switches:
+        if "loopback" not in s:
+            s["loopback"] = str(ipaddress.IPv4Address(loopbacks.take(int(lo_pool.network_address) + 1, int(lo_pool.broadcast_address))))
+    planes = np.array([c[7] for c in d.cables], dtype=np.int64)
+    d.subnets = plane_subnets(m, planes, int(ipaddress.IPv4Network(a.p2p_pool).network_address))
+    pools = [_Numbers() for _ in range(m.plane_count)]
+    host_rows = [i for i, c in enumerate(d.cables) if c[0] == HOST]
+    for i in np.flatnonzero(np.array([c[0] != HOST for c in d.cables])).tolist():
+        pools[d.cables[i][7]].used.add(int(d.subnets[i]))
+    if lock:
+        held = [_ip(p.address) - 1 for n, x in lock.nodes.items() if n not in present for p in x.ports.values() if p.address]
+        for pool in pools:
+            pool.used.update(held)
+    node_name = [n["name"] for n in d.nodes]
+    new_rows = []
+    for i in host_rows:
+        hp = d.ports[d.cables[i][1]]
+        key = (node_name[hp["node"]], f"{hp['nic']}/{hp['port']}")
+        lp = lock.nodes[key[0]].ports[key[1]] if key in d.locked else None
+        if lp and lp.address:
+            pools[hp["plane"]].claim(_ip(lp.address) - 1, d.lock_file, f"nodes.{key[0]}.ports.{key[1]}.address")
+            d.subnets[i] = _ip(lp.address) - 1
+        else:
+            new_rows.append(i)
+    for i in new_rows:
+        pool = plane_pool(m, d.cables[i][7])
+        d.subnets[i] = pools[d.cables[i][7]].take(int(pool.network_address), int(pool.broadcast_address), step=2)
+    for i in host_rows:
+        hp = d.ports[d.cables[i][1]]
+        hp["ca_guid"] = hp["guid"] = hp["lid"] = 0
+        hp["address"] = str(ipaddress.IPv4Address(int(d.subnets[i]) + 1))
+
+
+def _ip(text: str) -> int:
+    return int(ipaddress.IPv4Address(text))
 
 
 def _infiniband_identities(d: Draft) -> None:
@@ -237,7 +282,7 @@ def _infiniband_identities(d: Draft) -> None:
     m, lock = d.model, d.lock
     per_plane = max(sum(1 for hp in d.ports if hp["plane"] == p) for p in range(m.plane_count)) if d.ports else 0
     d.lid_base = lock.switch_lid_base if lock and lock.switch_lid_base else switch_lid_base(per_plane)
-    lids = [_LidPool() for _ in range(m.plane_count)]
+    lids = [_Numbers() for _ in range(m.plane_count)]
     guids: set[int] = set()
 
     def claim(plane: int, lid: int, guid: int, path: str) -> None:
@@ -297,24 +342,30 @@ def _infiniband_identities(d: Draft) -> None:
 UNICAST_LIDS = 0xC000  # LIDs 1..0xBFFF are unicast
 
 
-class _LidPool:
-    """The LIDs of one subnet: `take(lo, hi)` hands out the lowest free LID of [lo, hi), lowest
-    first (a cursor per range keeps it linear), or past every used LID when the range is full."""
+class _Numbers:
+    """Numbers in use (LIDs of one subnet, loopbacks, /31 bases of one plane): `take(lo, hi)` hands
+    out the lowest free one of [lo, hi) in steps of `step` (a cursor per range keeps it linear),
+    or one past every used number when the range is full."""
 
     def __init__(self) -> None:
         self.used: set[int] = set()
         self.cursor: dict[int, int] = {}
 
-    def take(self, lo: int, hi: int) -> int:
-        lid = self.cursor.get(lo, lo)
-        while lid in self.used:
-            lid += 1
-        if lid >= hi:
-            lid = max(self.used) + 1
+    def claim(self, x: int, lock_file: str, path: str) -> None:
+        if x in self.used:
+            raise lock_error(lock_file, path, "this number is locked twice")
+        self.used.add(x)
+
+    def take(self, lo: int, hi: int, step: int = 1) -> int:
+        x = self.cursor.get(lo, lo)
+        while x in self.used:
+            x += step
+        if x >= hi:
+            x = max(self.used) + step
         else:
-            self.cursor[lo] = lid + 1
-        self.used.add(lid)
-        return lid
+            self.cursor[lo] = x + step
+        self.used.add(x)
+        return x
 
 
 def plane_pool(model: Model, plane: int) -> ipaddress.IPv4Network:

@@ -7,7 +7,8 @@ sheet, so the two always agree.  Everything is matched by name, never by index:
 - cables: a node cable by its NIC end, a switch cable by its two switch ends.  Added, removed,
   or *re-pulled*: same cable, but an end is on another switch port or its device moved (the run,
   so perhaps the length and part, changes);
-- LIDs and GUIDs by their owner's name (CA port, switch): *renumbered* when they differ.
+- LIDs (InfiniBand) and addresses (Ethernet: host /31 address, switch loopback) by their owner's
+  name (NIC port, switch): *renumbered* when they differ.
 """
 
 from __future__ import annotations
@@ -32,19 +33,21 @@ class Churn:
     devices_moved: list[dict] = field(default_factory=list)  # {device, from: "A04 U31", to}
     ports_recabled: list[dict] = field(default_factory=list)  # {node, ca, port, from: "z0-leaf1/1", to}
     lids_renumbered: list[dict] = field(default_factory=list)  # {name, device, old, new}
+    addresses_renumbered: list[dict] = field(default_factory=list)  # {name, device, old, new}
 
     def counts(self) -> dict:
         by = {a: sum(1 for c in self.cables if c.action == a) for a in ("add", "remove", "move")}
         return {"cables_added": by["add"], "cables_removed": by["remove"], "cables_repulled": by["move"],
                 "devices_moved": len(self.devices_moved), "ports_recabled": len(self.ports_recabled),
-                "lids_renumbered": len(self.lids_renumbered)}
+                "lids_renumbered": len(self.lids_renumbered), "addresses_renumbered": len(self.addresses_renumbered)}
 
     def outside(self, intended: set[str]) -> dict:
         """Counts of the churn that touches something other than the `intended` nodes."""
         return {"devices_moved": sum(1 for x in self.devices_moved if x["device"] not in intended),
                 "ports_recabled": sum(1 for x in self.ports_recabled if x["node"] not in intended),
                 "cables_repulled": sum(1 for c in self.cables if c.action == "move" and c.node not in intended),
-                "lids_renumbered": sum(1 for x in self.lids_renumbered if x["device"] not in intended)}
+                "lids_renumbered": sum(1 for x in self.lids_renumbered if x["device"] not in intended),
+                "addresses_renumbered": sum(1 for x in self.addresses_renumbered if x["device"] not in intended)}
 
     @property
     def recabled_cas(self) -> set[str]:
@@ -105,16 +108,18 @@ def churn(old: Fabric, new: Fabric) -> Churn:
         elif {a1[0], b1[0]} & moved:
             why = ", ".join(f"{x['device']} {x['from']} -> {x['to']}" for x in out.devices_moved if x["device"] in (a1[0], b1[0]))
             out.cables.append(CableChange("move", i, j, f"{_text(key, a1, b1)}: re-pulled ({why})", node))
-    for kind in ("ports", "switches"):
-        lo = {_lid_key(x): x for x in getattr(old, kind)}
-        ln = {_lid_key(x): x for x in getattr(new, kind)}
+    for kind, address in (("ports", "address"), ("switches", "loopback")):
+        lo = {_id_key(x): x for x in getattr(old, kind)}
+        ln = {_id_key(x): x for x in getattr(new, kind)}
         for k in sorted(lo.keys() & ln.keys()):
-            if lo[k].lid != ln[k].lid:
-                device = new.nodes[ln[k].node].name if kind == "ports" else k
-                out.lids_renumbered.append({"name": k, "device": device, "old": lo[k].lid, "new": ln[k].lid})
+            device = new.nodes[ln[k].node].name if kind == "ports" else k
+            for attr, into in (("lid", out.lids_renumbered), (address, out.addresses_renumbered)):
+                a, b = getattr(lo[k], attr), getattr(ln[k], attr)
+                if a != b:
+                    into.append({"name": k, "device": device, "old": a, "new": b})
     return out
 
 
-def _lid_key(x) -> str:
+def _id_key(x) -> str:
     """A CA port by `ca/port`, a switch by name."""
     return f"{x.ca}/{x.port}" if hasattr(x, "ca") else x.name

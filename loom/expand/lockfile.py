@@ -10,7 +10,8 @@ its name stays out of `topology/*.yaml` globs.  It holds, by name:
 - the rack list (names in walking order) and the first switch LID (`switch_lid_base`): CA ports
   take LIDs below it, switches from it upwards, so neither kind of growth renumbers the other;
 - `digest`: SHA-256 of everything above, so `loom lock --check` notices a hand edit;
-- GUIDs as hex strings ("0x0002c90100000010"), LIDs as numbers; 0 / absent on Ethernet.
+- GUIDs as hex strings ("0x0002c90100000010"), LIDs as numbers (InfiniBand); host addresses and
+  switch loopbacks (Ethernet).
 
 Expansion reads it first (`loom.expand.build`): what is locked stays, new things take free
 places, and the places of removed things stay taken for the change that removes them (they are
@@ -43,6 +44,7 @@ class LockedPort(Strict):
     port: int = Field(ge=1, description="switch port number")
     lid: int = Field(0, ge=0, description="LID of the NIC port (InfiniBand), 0 on Ethernet")
     guid: Guid = Field(0, description="port GUID (InfiniBand), 0 on Ethernet")
+    address: str | None = Field(None, description="host address on its /31 (Ethernet)")
 
 
 class LockedNode(Strict):
@@ -56,6 +58,7 @@ class LockedSwitch(Strict):
     ru: int = Field(ge=1)
     lid: int = Field(0, ge=0)
     guid: Guid = 0
+    loopback: str | None = None
 
 
 class Lock(Strict):
@@ -121,9 +124,10 @@ def lock_of(fabric: Fabric, lid_base: int) -> Lock:
         hp = fabric.ports[int(c.a_dev[i])]
         sw = fabric.switches[int(c.b_dev[i])]
         nodes[fabric.nodes[hp.node].name]["ports"][f"{hp.nic}/{hp.port}"] = LockedPort(
-            switch=sw.name, port=int(c.b_port[i]), lid=hp.lid, guid=hp.guid)
+            switch=sw.name, port=int(c.b_port[i]), lid=hp.lid, guid=hp.guid, address=hp.address)
     return Lock(fabric=fabric.name, switch_lid_base=lid_base, racks=list(fabric.racks),
-                switches={s.name: LockedSwitch(rack=s.rack, ru=s.ru, lid=s.lid, guid=s.guid) for s in fabric.switches},
+                switches={s.name: LockedSwitch(rack=s.rack, ru=s.ru, lid=s.lid, guid=s.guid, loopback=s.loopback)
+                          for s in fabric.switches},
                 nodes={k: LockedNode(**v) for k, v in nodes.items()})
 
 
@@ -131,17 +135,22 @@ def _j(x) -> str:
     return json.dumps(x)
 
 
-def _ident(lid: int, guid: int) -> str:
-    return f', "lid": {lid}, "guid": "{guid:#018x}"' if guid else ""
+def _ident(x: LockedPort | LockedSwitch) -> str:
+    """The identities of a port or switch: LID and GUID (InfiniBand), address or loopback (Ethernet)."""
+    out = f', "lid": {x.lid}, "guid": "{x.guid:#018x}"' if x.guid else ""
+    for key in ("address", "loopback"):
+        if getattr(x, key, None):
+            out += f', "{key}": "{getattr(x, key)}"'
+    return out
 
 
 def _body(lock: Lock) -> list[str]:
     lines = [f'"version": {lock.version}', f'"fabric": {_j(lock.fabric)}', f'"switch_lid_base": {lock.switch_lid_base}',
              f'"racks": {_j(lock.racks)}']
-    sw = [f'    {_j(n)}: {{"rack": {_j(s.rack)}, "ru": {s.ru}{_ident(s.lid, s.guid)}}}' for n, s in lock.switches.items()]
+    sw = [f'    {_j(n)}: {{"rack": {_j(s.rack)}, "ru": {s.ru}{_ident(s)}}}' for n, s in lock.switches.items()]
     nodes = []
     for name, n in lock.nodes.items():
-        ports = ", ".join(f'{_j(k)}: {{"switch": {_j(p.switch)}, "port": {p.port}{_ident(p.lid, p.guid)}}}'
+        ports = ", ".join(f'{_j(k)}: {{"switch": {_j(p.switch)}, "port": {p.port}{_ident(p)}}}'
                           for k, p in n.ports.items())
         nodes.append(f'    {_j(name)}: {{"rack": {_j(n.rack)}, "ru": {n.ru}, "ports": {{{ports}}}}}')
     return [*lines, '"switches": {\n' + ",\n".join(sw) + "\n  }", '"nodes": {\n' + ",\n".join(nodes) + "\n  }"]

@@ -15,12 +15,14 @@ def _list(items: list[str], limit: int = 20) -> list[str]:
 
 
 def _churn_lines(ch: dict, limit: int = 5) -> list[str]:
-    """Devices moved, NIC ports re-cabled, LIDs renumbered: counts and the first few of each."""
+    """Devices moved, NIC ports re-cabled, LIDs and addresses renumbered: counts and the first few of each."""
     lines = [f"churn                  {len(ch['devices_moved'])} "
              f"devices moved rack/RU, {len(ch['ports_recabled'])} NIC ports re-cabled, "
-             f"{len(ch['lids_renumbered'])} LIDs renumbered" + (" (relayout)" if ch["relayout"] else "")]
+             f"{len(ch['lids_renumbered'])} LIDs and {len(ch['addresses_renumbered'])} addresses renumbered"
+             + (" (relayout)" if ch["relayout"] else "")]
     lines += [f"  device {x['device']}: {x['from']} -> {x['to']}" for x in ch["devices_moved"][:limit]]
-    lines += [f"  LID {x['name']}: {x['old']} -> {x['new']}" for x in ch["lids_renumbered"][:limit]]
+    lines += [f"  {what} {x['name']}: {x['old']} -> {x['new']}"
+              for what, key in (("LID", "lids_renumbered"), ("address", "addresses_renumbered")) for x in ch[key][:limit]]
     return lines
 
 
