@@ -101,6 +101,11 @@ def test_pinned_move_repulls_exactly_its_cables_with_new_length_and_part(tmp_pat
     assert rows[0]["replace"] == "replace 5 m AOC MFS1S00-H005V with 15 m AOC MFS1S00-H015V"
     code, text = run("cabling", "diff", str(FF2), str(head), "--format", "text")
     assert "bring 1 × 15 m AOC MFS1S00-H015V, 1 × 30 m AOC MFS1S00-H030V" in text
+    # recorded in the lock: the move is stable, and st000's old ports are free again
+    assert run("lock", str(head))[0] == 0 and run("lock", str(head), "--check")[0] == 0
+    f = load_fabric(head)
+    ends = {(f.switches[int(b)].name, int(p)) for b, p in zip(f.cables.b_dev, f.cables.b_port)}
+    assert ("z0-leaf0", 16) not in ends and ("z0-leaf36", 20) in ends
 
 
 def test_lock_check_catches_a_hand_edit_and_a_stale_lock(tmp_path):

@@ -161,9 +161,11 @@ def port_targets(m: Model, group, nports: int) -> list[tuple[int, str]]:
 
 
 def step_nodes(d: Draft) -> None:
-    """Place every node.  A pinned node first takes its policy ports like any other node (so
-    nobody after it shifts), those ports are freed at the end, and it is cabled to the first
-    free port of each leaf it is pinned to."""
+    """Place every node.  A NIC port the lock places (in the same plane and zone) keeps its
+    switch port; the others take the next free port by policy.  A pinned node first takes its
+    policy ports like any other node (so nobody after it shifts), those ports are freed at the
+    end (a locked one stays taken until `loom lock`), and it is cabled to the first free port of
+    each leaf it is pinned to."""
     m = d.model
     holes: list[tuple[int, str, int, int]] = []  # (plane, zone, edge, port) reserved for pinned nodes
     pinned: list[tuple[int, int, str, int, tuple]] = []  # (cable, host port, zone, leaf, YAML loc)
@@ -180,7 +182,8 @@ def step_nodes(d: Draft) -> None:
             for j, ((nic, p), (plane, zone)) in enumerate(zip(nic_ports, targets)):
                 avoid = taken.setdefault((plane, zone), set())
                 locked = d.locked.get((name, f"{nic.name}/{p}"))
-                if locked and (d.switches[locked[0]]["plane"], d.switches[locked[0]]["zone"]) == (plane, zone):
+                kept = locked is not None and (d.switches[locked[0]]["plane"], d.switches[locked[0]]["zone"]) == (plane, zone)
+                if kept:
                     sw, port = locked
                 else:
                     sw, port = d.take_port(plane, zone, g.placement == "contiguous", avoid)
@@ -190,8 +193,8 @@ def step_nodes(d: Draft) -> None:
                 speed = SPEEDS_GBPS[nic.speed]
                 d.ports.append(dict(index=hp, node=node, nic=nic.name, ca=f"{name}-{nic.name}", port=p, plane=plane,
                                     zone=zone, speed_gbps=speed))
-                if pins and not (locked and edge == pins[j]):
-                    if not locked:  # a locked port stays taken: it is freed by the next `loom lock`
+                if pins and not (kept and edge == pins[j]):
+                    if not kept:  # a locked port stays taken: it is freed by the next `loom lock`
                         holes.append((plane, zone, edge, port))
                     d.policy_port[hp] = (sw, port)
                     pinned.append((len(d.cables), hp, zone, pins[j], ("node_groups", gi, "pinned", name)))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError
 
@@ -63,7 +63,7 @@ class LockedSwitch(Strict):
 
 class Lock(Strict):
     about: str = Field(ABOUT, description="what the file is")
-    version: int = Field(VERSION, description="lock format version")
+    version: Literal[1] = Field(VERSION, description="lock format version")
     fabric: str = Field(description="fabric name (the model's `name`)")
     digest: str = Field("", description="SHA-256 of the file's body, written by `loom lock`")
     switch_lid_base: int = Field(0, ge=0, description="first switch LID; CA ports take LIDs below it")
