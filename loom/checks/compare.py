@@ -162,7 +162,10 @@ def _churn_regressions(ch, base: Fabric, head: Fabric) -> list[str]:
     extra = {k: v for k, v in ch.outside(intended).items() if v}
     if not extra:
         return []
-    return ["physical churn on a change that is not a relayout: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in extra.items())
+    words = {"devices_moved": "devices moved (rack/RU)", "ports_recabled": "NIC ports re-cabled",
+             "cables_repulled": "cables re-pulled", "lids_renumbered": "LIDs renumbered",
+             "addresses_renumbered": "addresses renumbered"}
+    return ["physical churn on a change that is not a relayout: " + ", ".join(f"{v} {words[k]}" for k, v in extra.items())
             + " (keep the lock file next to the model, or say `relayout: true` in the model if this is on purpose)"]
 
 
