@@ -207,3 +207,30 @@ def test_ethernet_growth_renumbers_no_address_or_loopback(tmp_path):
     assert [c.action for c in ch.cables] == ["add"] * 16
     assert len({p.address for p in new.ports}) == len(new.ports)
     assert churn(old, load_fabric(head, None)).addresses_renumbered  # what the lock prevents
+
+
+def test_new_zone_listed_first_moves_and_renumbers_nothing(tmp_path):
+    """New switches (a zone put first, which by policy shifts every switch index, GUID and LID)
+    take new GUIDs, LIDs from the switch range and free rack units; nothing that exists changes."""
+    from loom.expand.churn import churn
+
+    tiny = TOPO / "tiny.yaml"
+    shutil.copytree(TOPO / "catalogue", tmp_path / "catalogue")
+    head = tmp_path / "tiny.yaml"
+    z0 = "  - {name: z0, kind: fat-tree-2"
+    text = tiny.read_text().replace(z0, "  - {name: z2, kind: fat-tree-2, switch_model: SW8, leaves: 2, spines: 1, "
+                                    "leaf_down: 4, leaf_up: 4}\n" + z0, 1)
+    text = text.replace("node_groups:\n", 'node_groups:\n  - {name: c2-, node_type: compute, role: compute, count: 3, '
+                        'zones: [z2], name_pattern: "z2-c{index:02d}"}\n', 1)
+    head.write_text(text)
+    shutil.copy(lock_path(tiny), lock_path(head))
+    old, new = load_fabric(tiny), load_fabric(head)
+    ch = churn(old, new)
+    assert ch.devices_moved == [] and ch.lids_renumbered == [] and ch.ports_recabled == []
+    assert {c.action for c in ch.cables} == {"add"} and len(ch.cables) == 3 + 2 * 4  # 3 nodes, 2 leaves × 4 up-links
+    added = [s for s in new.switches if s.zone == "z2"]
+    assert min(s.lid for s in added) > max(s.lid for s in old.switches) >= old.switch_lid_base
+    assert not {s.guid for s in added} & {s.guid for s in old.switches} and all(s.rack for s in added)
+    assert new.racks[:len(old.racks)] == old.racks
+    units = [(d.rack, d.ru) for d in (*new.switches, *new.nodes)]
+    assert len(units) == len(set(units))
