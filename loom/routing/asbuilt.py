@@ -26,8 +26,10 @@ from .subnet import Subnet
 from .updown import UpDown
 
 
-def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.ndarray) -> list[str]:
-    """Fix `lft` in place as described in the module doc; returns warnings."""
+def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.ndarray,
+                  soft: np.ndarray | None = None) -> list[str]:
+    """Fix `lft` in place as described in the module doc; returns warnings.  `priority[lid]` ≥ 1
+    (higher moves last); `soft[switch, lid]` entries move first (priority 0 on that switch)."""
     ud = UpDown(sn)
     warnings = []
     cut = ud.cut_off()
@@ -44,9 +46,10 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     for lay, direction in ((0, "up"), (1, "up"), (2, "down"), (1, "down")):
         used = carried(sn, lft, lids)
         for x in np.flatnonzero(ud.live & (ud.layer == lay)):
+            prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
             for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
                 if group.direction == direction:
-                    rebalance_switch(lft, group, priority)
+                    rebalance_switch(lft, group, prio)
     return warnings
 
 

@@ -185,10 +185,11 @@ def _hinted_up(sn: Subnet, z: Zone, hint: Tables | None) -> dict[int, int]:
     return out
 
 
-def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables) -> None:
+def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables, soft: np.ndarray) -> None:
     """Where a hinted leaf sent a destination up a different (cabled) up-port whose spine
     forwards it on, keep that port, and where a hinted spine used another parallel link to the
-    same leaf, keep that link: the hint's own choices survive re-routing."""
+    same leaf, keep that link: the hint's own choices survive re-routing.  Such entries are marked
+    in `soft`: where balance needs a move, they give way first (a hand edit goes back)."""
     h = hint.subnet
     rows = {h.name(r): r for r in range(h.n)}
     h_lid_of = {name: l for l, name in enumerate(h.lid_names) if name is not None}
@@ -206,6 +207,7 @@ def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables) -> No
             port = int(want[lid])
             if sn.peer_kind[row, port] == TO_SWITCH and _forwards(sn, lft, np.array([sn.peer_dev[row, port]]), int(lid))[0]:
                 lft[row, lid] = port
+                soft[row, lid] = True
     for row in z.spines:  # a parallel link to the same leaf
         hr = rows.get(sn.name(int(row)))
         if hr is None:
@@ -215,6 +217,7 @@ def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables) -> No
         same_peer = (sn.peer_kind[row, want] == TO_SWITCH) & (sn.peer_kind[row, cur] == TO_SWITCH) \
             & (sn.peer_dev[row, want] == sn.peer_dev[row, cur]) & (want != cur) & known
         lft[row, same_peer] = want[same_peer]
+        soft[row, same_peer] = True
 
 
 def _forwards(sn: Subnet, lft: np.ndarray, peers: np.ndarray, lid: int) -> np.ndarray:
@@ -241,12 +244,13 @@ class FatTreeEngine:
         roles = np.array([ROLE_ORDER[sn.lid_role(l)] if self._is_lid(sn, l) else 9 for l in range(sn.max_lid + 1)])
         exits = self._zone_exits(sn, zones, owner_zone, roles)
         kept = np.zeros(sn.max_lid + 1, bool)  # destinations whose hinted up-port was kept
+        soft = np.zeros(lft.shape, bool)  # single entries kept from the hint against the design's choice
         for z in zones:
             self._route_zone(sn, z, lft, owner_zone, roles, exits[z.name], _hinted_up(sn, z, hint), kept)
         if hint is not None:
             for z in zones:
-                _keep_leaf_choices(sn, z, lft, hint)
-        warnings = fit_to_fabric(sn, lft, roles, kept.astype(np.int64))
+                _keep_leaf_choices(sn, z, lft, hint, soft)
+        warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
         return Tables(sn, lft, self.name, tuple(warnings))
 
     @staticmethod
@@ -273,7 +277,8 @@ class FatTreeEngine:
         to a leaf that sends traffic out of the zone, which is what keeps inter-zone links on
         several leaves free of credit loops on one VL (a cycle needs traffic that came in to go
         down to a border leaf that other traffic leaves by).  The others are spread per role,
-        each over the least loaded link, in LID order (a node added later moves nobody)."""
+        each over the link its role uses least (ties from a start fixed per role), in LID order:
+        a node added later moves nobody, and no role's count moves another's."""
         c = sn.fabric.cables
         zi = {z.name: k for k, z in enumerate(zones)}
         local = {int(g): i for i, g in enumerate(sn.switches)}
@@ -315,7 +320,8 @@ class FatTreeEngine:
                     if not len(allowed):
                         allowed = np.arange(len(out))
                     r = int(roles[lid])
-                    j = int(allowed[np.lexsort((allowed, load.sum(axis=0)[allowed], load[r, allowed]))[0]])
+                    turn = (allowed - r * len(out) // len(ROLE_ORDER)) % len(out)  # each role from its own start
+                    j = int(allowed[np.lexsort((turn, load[r, allowed]))[0]])
                     load[r, j] += 1
                     remote[lid] = out[j][:2]
             exits[z.name] = remote
