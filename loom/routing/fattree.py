@@ -122,12 +122,15 @@ def _per_role_round_robin(lids: np.ndarray, role: np.ndarray, n: int) -> np.ndar
 
 
 def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switch: np.ndarray,
-             kept: np.ndarray) -> np.ndarray:
+             kept: np.ndarray, home: np.ndarray) -> np.ndarray:
     """Move as few destinations as possible so that every index carries at most
     ceil(count / n) destinations, per role and in total.  Who gives way: destinations without a
     kept (hinted) choice first, then channel adapters by descending LID (a node added at the end
-    is the one that moves), switch LIDs last."""
+    is the one that moves), switch LIDs last.  Where it goes: an index no other destination of
+    its home leaf uses (each index is one spine link down into that leaf), then the least used."""
     u = u.copy()
+    used = np.zeros((int(home.max()) + 1 if len(home) else 1, n), np.int64)
+    np.add.at(used, (home, u), 1)
     nroles = int(role.max()) + 1 if len(role) else 1
     cnt = np.zeros((nroles, n), np.int64)
     np.add.at(cnt, (role, u), 1)
@@ -152,11 +155,13 @@ def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switc
             r, targets = int(role[first]), room[int(role[first])]
         if not len(targets):
             break
-        tgt = int(targets[np.argmin(tot[targets])])
         i = next(i for i in by_lid if u[i] == c and role[i] == r)
+        tgt = int(targets[np.lexsort((tot[targets], used[home[i], targets]))[0]])
         u[i] = tgt
         cnt[r, c] -= 1
         cnt[r, tgt] += 1
+        used[home[i], c] -= 1
+        used[home[i], tgt] += 1
     return u
 
 
@@ -359,7 +364,7 @@ class FatTreeEngine:
         u[far] = _per_role_round_robin(att_lid[far], role[far], z.U)
         keep = np.array([hinted.get(int(l), -1) for l in att_lid], dtype=np.int64)
         u = np.where(keep >= 0, keep, u)
-        u = even_out(u, role, att_lid, z.U, sn.lid_switch[att_lid] >= 0, keep >= 0)
+        u = even_out(u, role, att_lid, z.U, sn.lid_switch[att_lid] >= 0, keep >= 0, att_edge)
         kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
         cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]
