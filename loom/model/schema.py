@@ -192,14 +192,19 @@ class NodeGroup(Strict):
     node_type: str = Field(description="key of node_types")
     role: Literal["compute", "storage", "management", "other"] = Field(description="what the nodes do")
     count: PositiveInt = Field(description="number of nodes")
-    zones: list[str] = Field(min_length=1, description="zone(s) the nodes attach to; two for dual-homed")
-    homing: Literal["single", "dual"] = Field(
-        "single", description="dual: NIC port i goes to zones[i mod 2] (one HCA in each zone)"
+    zones: list[str] = Field(min_length=1, description="zone(s) the nodes attach to; two for dual-homed, k for multi")
+    homing: Literal["single", "dual", "multi"] = Field(
+        "single", description="dual: NIC port i goes to zones[i mod 2] (one HCA in each zone); multi: k zones, "
+        "NIC port i to zones[i mod k] (k ports in k zones)"
     )
     placement: Literal["spread", "contiguous"] = Field(
         "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next"
     )
     name_pattern: str = Field("{group}{index:04d}", description="node name; fields {group} {index} {zone}")
+    leaf_counts: dict[int, int] | None = Field(
+        None, description="leaf index → nodes on that leaf, in place of the placement policy (a partly "
+        "populated zone): nodes fill the listed leaves in leaf order; the counts add up to `count`; "
+        "one NIC port per node in each of its zones")
     pinned: dict[str, list[int]] = Field(
         default_factory=dict,
         description="node name → leaf index for each of its NIC ports, overriding the placement; the "
