@@ -158,37 +158,35 @@ def switch_ports(model: Model) -> Iterator[Finding]:
                               "use fewer switches or hosts per switch")
 
 
+def _several_zones(model: Model, i: int, g: NodeGroup, nt) -> Iterator[Finding]:
+    """Dual homing (exactly two zones) and multi homing (k zones): NIC port j goes to zones[j mod k]."""
+    k = len(set(g.zones))
+    if g.homing == "dual" and len(g.zones) < 2:
+        yield Finding(("node_groups", i, "zones"), f"group {g.name} is dual-homed but lists {len(g.zones)} zone",
+                      "list two zones (one NIC port goes to each), or set homing: single")
+        return
+    if g.homing == "dual" and (len(g.zones) > 2 or k != 2):
+        yield Finding(("node_groups", i, "zones"), f"a dual-homed group needs exactly two different zones, got {g.zones}",
+                      "list two different zones")
+        return
+    if k < 2 or k != len(g.zones):
+        yield Finding(("node_groups", i, "zones"), f"a multi-homed group needs two or more different zones, got {g.zones}",
+                      "list each zone once (NIC port i goes to zones[i mod k])")
+        return
+    if model.planes:
+        yield Finding(("node_groups", i, "homing"), f"{g.homing} homing and planes cannot be combined",
+                      "use planes (NICs spread over planes) or several zones, not both")
+    if nt and nt.nic_ports % k:
+        yield Finding(("node_groups", i, "node_type"), f"node type {g.node_type} has {nt.nic_ports} NIC port(s), "
+                      f"which cannot be spread evenly over {k} zones",
+                      f"give each node a multiple of {k} NIC ports (one per zone), or set homing: single")
+
+
 def homing(model: Model) -> Iterator[Finding]:
     for i, g in enumerate(model.node_groups):
         nt = model.node_types.get(g.node_type)
-        if g.homing == "dual":
-            if len(g.zones) < 2:
-                yield Finding(("node_groups", i, "zones"), f"group {g.name} is dual-homed but lists {len(g.zones)} zone",
-                              "list two zones (one NIC port goes to each), or set homing: single")
-                continue
-            if len(g.zones) > 2 or len(set(g.zones)) != 2:
-                yield Finding(("node_groups", i, "zones"), f"a dual-homed group needs exactly two different zones, got {g.zones}",
-                              "list two different zones")
-                continue
-            if model.planes:
-                yield Finding(("node_groups", i, "homing"), "dual homing and planes cannot be combined",
-                              "use planes (NICs spread over planes) or two zones, not both")
-            if nt and nt.nic_ports % 2:
-                yield Finding(("node_groups", i, "node_type"), f"node type {g.node_type} has {nt.nic_ports} NIC port(s): dual homing needs an even number",
-                              "give the node type two NICs (one per zone), or set homing: single")
-        elif g.homing == "multi":
-            k = len(set(g.zones))
-            if k < 2 or k != len(g.zones):
-                yield Finding(("node_groups", i, "zones"), f"a multi-homed group needs two or more different zones, got {g.zones}",
-                              "list each zone once (NIC port i goes to zones[i mod k])")
-                continue
-            if model.planes:
-                yield Finding(("node_groups", i, "homing"), "multi homing and planes cannot be combined",
-                              "use planes (NICs spread over planes) or several zones, not both")
-            if nt and nt.nic_ports % k:
-                yield Finding(("node_groups", i, "node_type"), f"node type {g.node_type} has {nt.nic_ports} NIC port(s), "
-                              f"which cannot be spread evenly over {k} zones",
-                              f"give each node a multiple of {k} NIC ports, or list fewer zones")
+        if g.homing != "single":
+            yield from _several_zones(model, i, g, nt)
         elif len(g.zones) != 1:
             yield Finding(("node_groups", i, "zones"), f"group {g.name} lists {len(g.zones)} zones but is single-homed",
                           "list one zone, or set homing: dual (two zones) or multi (k zones)")
