@@ -126,8 +126,9 @@ def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switc
     """Move as few destinations as possible so that every index carries at most
     ceil(count / n) destinations, per role and in total.  Who gives way: destinations without a
     kept (hinted) choice first, then channel adapters by descending LID (a node added at the end
-    is the one that moves), switch LIDs last.  Where it goes: an index no other destination of
-    its home leaf uses (each index is one spine link down into that leaf), then the least used."""
+    is the one that moves), switch LIDs last — but first one that can go to an index no other
+    destination of its home leaf uses (each index is one spine link down into that leaf); where
+    it goes: the least used such index."""
     u = u.copy()
     used = np.zeros((int(home.max()) + 1 if len(home) else 1, n), np.int64)
     np.add.at(used, (home, u), 1)
@@ -155,13 +156,36 @@ def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switc
             r, targets = int(role[first]), room[int(role[first])]
         if not len(targets):
             break
-        i = next(i for i in by_lid if u[i] == c and role[i] == r)
-        tgt = int(targets[np.lexsort((tot[targets], used[home[i], targets]))[0]])
+        ranked = targets[np.argsort(tot[targets], kind="stable")]
+        movers = [i for i in by_lid if u[i] == c and role[i] == r]
+        i, tgt = next(((i, int(t)) for i in movers for t in ranked if not used[home[i], t]), (movers[0], int(ranked[0])))
         u[i] = tgt
         cnt[r, c] -= 1
         cnt[r, tgt] += 1
         used[home[i], c] -= 1
         used[home[i], tgt] += 1
+    return _unshare(u, role, home, used, by_lid)
+
+
+def _unshare(u: np.ndarray, role: np.ndarray, home: np.ndarray, used: np.ndarray, by_lid: np.ndarray) -> np.ndarray:
+    """Where two destinations of one leaf share an index (one spine link into that leaf carries
+    both), swap one's index with a destination of the same role elsewhere that takes none of
+    its leaf's indices: counts per role and per index stay as they are."""
+    for i in by_lid:
+        if used[home[i], u[i]] < 2:
+            continue
+        a = u[i]
+        for j in by_lid:
+            b = u[j]
+            if j == i or role[j] != role[i] or b == a or home[j] == home[i]:
+                continue
+            if used[home[i], b] == 0 and used[home[j], a] == 0:
+                u[i], u[j] = b, a
+                used[home[i], a] -= 1
+                used[home[i], b] += 1
+                used[home[j], b] -= 1
+                used[home[j], a] += 1
+                break
     return u
 
 
