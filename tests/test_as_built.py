@@ -170,3 +170,14 @@ def test_storage_homed_in_three_zones_is_reachable_in_each(tmp_path):
     f = expand(load_model(Path(__file__).parent / "models" / "ring3.yaml"))
     st = [p for p in f.ports if f.nodes[p.node].group == "s"]
     assert {p.zone for p in st} == {"z0", "z1", "z2"} and len(st) == 18
+
+
+def test_uneven_cabling_by_design_is_routed_at_its_own_bound():
+    data = fat_tree(ports=36, spines=6, links=3, leaves=10, leaf_down=18, nodes=150, storage=20)
+    data["zones"][0]["spine_links"] = [3, 3, 3, 2, 2, 1]
+    t, reach, dead, bal = verdicts(data)
+    sn = t.subnet
+    assert int((sn.peer_kind[[i for i in range(sn.n) if sn.switch(i).role == "leaf"]] == 1).sum()) == 10 * 14
+    assert reach.reachable and dead.deadlock_free and bal.within_bound and bal.design_within_bound
+    data["zones"][0]["spine_links"] = [3, 3, 3, 2, 4, 1]
+    assert any("takes 4 links" in f.message for f in check_rules(Model.model_validate(data)))

@@ -426,6 +426,14 @@ def pins(model: Model) -> Iterator[Finding]:
 
 def missing_links(model: Model) -> Iterator[Finding]:
     for i, z in enumerate(model.zones):
+        links = getattr(z, "spine_links", None)
+        if links is not None:
+            loc = ("zones", i, "spine_links")
+            if len(links) != z.spines:
+                yield Finding(loc, f"{len(links)} link counts for {z.spines} spines", "give one count per spine")
+            elif max(links) > z.leaf_up // z.spines:
+                yield Finding(loc, f"a spine takes {max(links)} links from every leaf, but leaf_up / spines is "
+                              f"{z.leaf_up // z.spines}", "raise leaf_up, or lower the count")
         seen = set()
         for k, m in enumerate(getattr(z, "missing_links", [])):
             loc = ("zones", i, "missing_links", k)

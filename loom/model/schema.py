@@ -114,6 +114,10 @@ class FatTree2(Strict):
     spines: PositiveInt = Field(description="number of spine switches")
     leaf_down: PositiveInt = Field(description="leaf ports facing nodes (ports 1..leaf_down)")
     leaf_up: PositiveInt = Field(description="leaf ports facing spines; a multiple of spines")
+    spine_links: list[PositiveInt] | None = Field(
+        None, description="uneven cabling by design: links from every leaf to spine s (one entry per spine, each "
+        "at most leaf_up / spines); up-link u goes to spine u mod spines as its link u div spines, and the "
+        "links past a spine's count are left out (default: leaf_up / spines to every spine)")
     oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
     missing_links: list[MissingLink] = Field(default_factory=list, description="leaf up-links not cabled")
     missing_switches: list[MissingSwitch] = Field(default_factory=list, description="switches that are down")
