@@ -13,7 +13,10 @@ from typer.testing import CliRunner
 from loom.cli import app
 from loom.expand import load_fabric
 from loom.push.daemon import Daemons, alive
-from loom.push.plan import apply_plan, read_plan, unpack
+from loom.push.apply import apply_plan
+from loom.push.lock import FabricLock, is_free
+from loom.push.packing import unpack
+from loom.push.plan import read_plan
 from loom.push.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import route
@@ -111,29 +114,36 @@ def test_stale_plan_is_refused(tiny_up, tmp_path):
 
 def test_concurrent_apply_is_refused(tiny_up, tmp_path):
     assert loom("plan", TINY, "--out", str(tmp_path / "p.json"))[0] == 2
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    lock = FabricLock(tiny_up.dir, "apply").acquire()  # another apply holds the fabric lock
     try:
-        (tiny_up.dir / "apply.lock").write_text(json.dumps({"user": "alice", "pid": holder.pid, "host": "h", "since": "now"}))
         code, out = loom("apply", str(tmp_path / "p.json"))
-        assert code == 1 and "held by alice" in out and str(holder.pid) in out
+        assert code == 1 and "another apply is running" in out and "pid" in out
     finally:
-        holder.kill()
-        holder.wait()
-    code, out = loom("apply", str(tmp_path / "p.json"))  # the holder died: its stale lock is taken over
+        lock.release()
+    code, out = loom("apply", str(tmp_path / "p.json"))
     assert code == 0, out
 
 
-def test_opensm_killed_during_apply_restores_previous_state(tiny_up, tmp_path):
+def test_opensm_killed_during_apply_restores_previous_state(tiny_up, tmp_path, monkeypatch):
     d = tiny_up
     assert loom("plan", TINY, "--out", str(tmp_path / "p.json"))[0] == 2
     before = parse_lfts_dump(d.dump_fts())
     plan = read_plan(tmp_path / "p.json")
-    res = apply_plan(plan, tmp_path / "p.json", on_written=lambda dd: dd.kill_opensm(), timeout=30)
+    real_wait, calls = Daemons.wait_sweep, []
+
+    def crash_once(self, before, timeout):  # OpenSM dies during the sweep that loads the new tables
+        if not calls:
+            calls.append(1)
+            self.kill("opensm")
+        return real_wait(self, before, timeout)
+
+    monkeypatch.setattr(Daemons, "wait_sweep", crash_once)
+    res = apply_plan(plan, tmp_path / "p.json", timeout=30)
     assert not res.ok and "restored and verified" in res.message, res.message
     assert parse_lfts_dump(d.dump_fts()) == before  # nothing half-applied
     assert alive(d.pid("opensm"))  # and OpenSM runs again
     audit = [json.loads(l) for l in (d.dir / "audit.log").read_text().splitlines()]
-    assert audit[-1]["ok"] is False
+    assert audit[-1]["ok"] is False and is_free(d.dir)
 
 
 def test_hand_edited_table_is_drift(tiny_up, tmp_path):
