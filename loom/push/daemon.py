@@ -18,8 +18,10 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -242,13 +244,23 @@ class Daemons:
         if self.proc("ibsim") is None:
             self.health()
         try:
-            res = subprocess.run(["dump_fts"], cwd=self.dir, env=self.env(), capture_output=True, text=True,
-                                 timeout=READ_TIMEOUT)
+            with client_dir() as cwd:
+                res = subprocess.run(["dump_fts"], cwd=cwd, env=self.env(), capture_output=True, text=True,
+                                     timeout=READ_TIMEOUT)
         except subprocess.TimeoutExpired:
             raise SimError(f"dump_fts did not finish within {READ_TIMEOUT}s (is ibsim answering?)") from None
         if res.returncode != 0 or "ibwarn" in res.stderr or "failed" in res.stderr.lower():
             raise SimError(f"dump_fts failed (exit {res.returncode}): {res.stderr.strip()[-300:]}")
         return res.stdout
+
+
+@contextmanager
+def client_dir():
+    """A scratch working directory for a short-lived simulator client: umad2sim writes a
+    `sys-<pid>` tree into its client's cwd, which must neither fill nor depend on the state
+    directory (a full or read-only state disk must not stop loom from reading the fabric)."""
+    with tempfile.TemporaryDirectory(prefix="loom-client-") as d:
+        yield d
 
 
 def engines_in(log: str) -> list[str]:

@@ -58,17 +58,15 @@ class FabricLock:
             holder = _read(fd)
             os.close(fd)
             raise LockHeld(holder, self.path) from None
+        self.took_over = _read(fd) or None
+        me = {**who(), "start": start_time(os.getpid()), "purpose": self.purpose,
+              "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         try:
-            prior = _read(fd)
-            self.took_over = prior or None
-            me = {**who(), "start": start_time(os.getpid()), "purpose": self.purpose,
-                  "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(me).encode(), 0)
             os.fsync(fd)
         except OSError:
-            os.close(fd)
-            raise
+            pass  # a full disk: the flock holds all the same, only the holder's name is missing from messages
         self.fd = fd
         return self
 

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from loom.routing.subnet import NONE, TO_SWITCH, Subnet
 
-from .daemon import Daemons
+from .daemon import Daemons, client_dir
 from .sim import SimError
 
 ROW = re.compile(r"ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|")
@@ -31,7 +31,8 @@ READ_TIMEOUT = 600  # seconds for every port of the fabric (seconds on two zones
 
 
 def _smpquery(d: Daemons, *args: str) -> str:
-    res = subprocess.run(["smpquery", *args], cwd=d.dir, env=d.env(), capture_output=True, text=True, timeout=60)
+    with client_dir() as cwd:
+        res = subprocess.run(["smpquery", *args], cwd=cwd, env=d.env(), capture_output=True, text=True, timeout=60)
     if res.returncode != 0:
         raise RuntimeError(f"smpquery {' '.join(args)}: {res.stderr.strip()[-200:]}")
     return res.stdout
@@ -97,8 +98,9 @@ def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
     cabled switch port and CA port, in one `loom.push.madquery` process."""
     d.health()
     try:
-        res = subprocess.run([sys.executable, "-m", "loom.push.madquery"], input=json.dumps(_jobs(sn, d.sm_host)),
-                             capture_output=True, text=True, env=d.env(), cwd=d.dir, timeout=READ_TIMEOUT)
+        with client_dir() as cwd:
+            res = subprocess.run([sys.executable, "-m", "loom.push.madquery"], input=json.dumps(_jobs(sn, d.sm_host)),
+                                 capture_output=True, text=True, env=d.env(), cwd=cwd, timeout=READ_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise SimError(f"QoS read-back did not finish within {READ_TIMEOUT}s (is ibsim answering?)") from None
     if res.returncode != 0:
