@@ -188,6 +188,9 @@ def test_fire_flyer_apply_then_no_changes(tmp_path, monkeypatch):
         # routing and QoS: every cabled switch port (both ends of 1604 switch links + 1584 node
         # links) and every CA port was read back and equals the intent
         assert f"QoS verified on {2 * 1604 + 1584 + 1584} ports" in out, out
+        assert loom("plan", ff2)[0] == 0  # a full apply converges in one run
+        code, out = loom("apply", "--model", ff2)  # and so does the unchanged plan
+        assert code == 0 and "no changes" in out, out
         assert loom("plan", ff2)[0] == 0
     finally:
         loom("sim", "down", ff2)
