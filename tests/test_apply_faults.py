@@ -383,7 +383,8 @@ def test_disk_full_and_read_only_state_are_clean_refusals(small_disk, tmp_path, 
     monkeypatch.setenv("LOOM_STATE_DIR", str(small_disk))
     d = Daemons.of("tiny")
     try:
-        assert loom("sim", "up", TINY)[0] == 0
+        code, out = loom("sim", "up", TINY)
+        assert code == 0, out
         path = make_plan_file(tmp_path)
         before = tables(d)
         inputs = {p: p.read_bytes() for p in (d.lfts_file, d.conf_file, d.guid2lid_file) if p.exists()}

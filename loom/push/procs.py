@@ -5,6 +5,7 @@ process only when all three still match what it recorded when it started it."""
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,13 +20,19 @@ def start_time(pid: int) -> int | None:
     return None if fields[0] == "Z" else int(fields[19])
 
 
-def program(pid: int) -> str | None:
-    """Base name of the program `pid` runs (first word of its command line)."""
-    try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
-    except OSError:
-        return None
-    return os.path.basename(argv0) or None
+def program(pid: int, settle: float = 0.5) -> str | None:
+    """Base name of the program `pid` runs (first word of its command line).  The command line
+    reads empty for a moment while a process execs (and forever for kernel threads): wait up
+    to `settle` seconds for it."""
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+        except OSError:
+            return None
+        if argv0 or time.monotonic() > deadline:
+            return os.path.basename(argv0) or None
+        time.sleep(0.01)
 
 
 @dataclass(frozen=True)
