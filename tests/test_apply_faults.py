@@ -15,61 +15,24 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from .faults import plant_credit_loop, plant_drop, plant_forwarding_loop
-from loom.cli import app
+from .simfabric import TINY, TOPO, loom, procs_using
 from loom.expand import load_fabric
 from loom.push import audit
 from loom.push.apply import apply_plan
 from loom.push.checked import content_digest
-from loom.push.daemon import Daemons, alive
+from loom.push.daemon import Daemons
 from loom.push.journal import Journal
 from loom.push.lock import FabricLock, LockHeld, is_free
 from loom.push.packing import digest_live, pack, unpack
 from loom.push.plan import read_plan
 from loom.push.qos_readback import directed_routes
-from loom.push.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import subnet
 
-TOPO = Path(__file__).parent.parent / "topology"
-TINY = str(TOPO / "tiny.yaml")
 HERE = Path(__file__).parent
-runner = CliRunner()
 pytestmark = [pytest.mark.sim, pytest.mark.slow]
-
-
-def loom(*args: str) -> tuple[int, str]:
-    r = runner.invoke(app, list(args))
-    assert "Traceback" not in r.output, r.output
-    return r.exit_code, r.output
-
-
-def procs_using(directory: Path) -> list[int]:
-    """Processes whose command line names the state directory (ibsim's net file, OpenSM's files)."""
-    found = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if str(directory).encode() in (p / "cmdline").read_bytes() and alive(int(p.name)):
-                    found.append(int(p.name))
-            except OSError:
-                pass
-    return found
-
-
-@pytest.fixture
-def fab(tmp_path, monkeypatch):
-    if tools_missing():
-        pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
-    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
-    code, out = loom("sim", "up", TINY)
-    assert code == 0, out
-    d = Daemons.of("tiny")
-    yield d
-    loom("sim", "down", "--force", TINY)
-    assert procs_using(d.dir) == []
 
 
 def settled(d: Daemons) -> None:
@@ -106,10 +69,10 @@ def _retamper(plan: dict, text: str) -> dict:
 
 @pytest.mark.parametrize("plant,check", [(plant_forwarding_loop, "fails reachability"), (plant_drop, "fails reachability"),
                                          (plant_credit_loop, "fails deadlock freedom")])
-def test_tampered_plan_is_refused(fab, tmp_path, plant, check):
+def test_tampered_plan_is_refused(tiny_up, tmp_path, plant, check):
     path = make_plan_file(tmp_path)
     plan = read_plan(path)
-    before = tables(fab)
+    before = tables(tiny_up)
     sn = subnet(load_fabric(TINY), 0)
     bad, _ = plant(tables_from_dump(sn, unpack(plan["desired_lfts"]), "plan"), "z0")
     path.write_text(json.dumps(_retamper(plan, lfts_dump(bad))))
@@ -119,13 +82,13 @@ def test_tampered_plan_is_refused(fab, tmp_path, plant, check):
     path.write_text(json.dumps({**plan, "desired_lfts": pack(lfts_dump(bad))}))
     code, out = loom("apply", str(path))
     assert code == 1 and "modified after" in out, out
-    assert tables(fab) == before
-    last = audit.read(fab.dir)[-1]
+    assert tables(tiny_up) == before
+    last = audit.read(tiny_up.dir)[-1]
     assert last["event"] == "apply" and not last["ok"] and "refused" in last["outcome"] and last["uid"] == os.getuid()
-    settled(fab)
+    settled(tiny_up)
 
 
-def test_plan_of_a_changed_model_is_refused(fab, tmp_path):
+def test_plan_of_a_changed_model_is_refused(tiny_up, tmp_path):
     model = tmp_path / "tiny.yaml"
     shutil.copy(TINY, model)
     (tmp_path / "catalogue").symlink_to(TOPO / "catalogue")
@@ -150,9 +113,9 @@ def test_plan_of_a_changed_model_is_refused(fab, tmp_path):
 
 @pytest.mark.parametrize("phase,sig", [("intent", "KILL"), ("written", "KILL"), ("reloaded", "KILL"), ("verified", "KILL"),
                                        ("written", "INT"), ("reloaded", "TERM")])
-def test_interrupted_apply_is_resolved(fab, tmp_path, phase, sig):
+def test_interrupted_apply_is_resolved(tiny_up, tmp_path, phase, sig):
     path = make_plan_file(tmp_path)
-    before, want = tables(fab), parse_lfts_dump(unpack(read_plan(path)["desired_lfts"]))
+    before, want = tables(tiny_up), parse_lfts_dump(unpack(read_plan(path)["desired_lfts"]))
     res = subprocess.run([sys.executable, str(HERE / "apply_with_fault.py"), str(path), phase, sig],
                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(HERE)})
     assert "Traceback" not in res.stderr, res.stderr
@@ -160,16 +123,16 @@ def test_interrupted_apply_is_resolved(fab, tmp_path, phase, sig):
         assert res.returncode == -9
         code, out = loom("plan", TINY)  # the next command resolves it
         assert "was interrupted" in out, out
-        assert tables(fab) == (want if phase == "verified" else before)
-        event = [a for a in audit.read(fab.dir) if a["event"] == "interrupted apply resolved"][-1]
+        assert tables(tiny_up) == (want if phase == "verified" else before)
+        event = [a for a in audit.read(tiny_up.dir) if a["event"] == "interrupted apply resolved"][-1]
         assert event["ok"] and event["interrupted_phase"] == phase
     else:
         assert res.returncode == 128 + getattr(signal, "SIG" + sig), res.stderr
         assert "interrupted" in res.stderr and "restored and verified" in res.stderr, res.stderr
-        assert tables(fab) == before
-        assert "interrupted by signal" in audit.read(fab.dir)[-1]["outcome"]
-    assert fab.up_and_running()
-    settled(fab)
+        assert tables(tiny_up) == before
+        assert "interrupted by signal" in audit.read(tiny_up.dir)[-1]["outcome"]
+    assert tiny_up.up_and_running()
+    settled(tiny_up)
 
 
 # ------------------------------------------------------------------ 3: drift on a switch, QoS on/off
@@ -181,13 +144,13 @@ def _smp_set(d: Daemons, *args: str) -> None:
     assert res.returncode == 0, res.stderr
 
 
-def test_drift_on_a_switch_is_repaired(fab):
+def test_drift_on_a_switch_is_repaired(tiny_up):
     assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
     sn = subnet(load_fabric(TINY), 0)
-    switch_dr, _ = directed_routes(sn, fab.sm_host)
+    switch_dr, _ = directed_routes(sn, tiny_up.sm_host)
     row = next(r for r in range(sn.n) if sn.name(r) == "z1-leaf1")
     lid = int(sn.ca_lids[0])
-    _smp_set(fab, "lft", switch_dr[row], str(lid), "255")  # a blackhole set by hand on the switch
+    _smp_set(tiny_up, "lft", switch_dr[row], str(lid), "255")  # a blackhole set by hand on the switch
     code, out = loom("plan", TINY)
     assert code == 2 and "drift" in out, out
     code, out = loom("apply", "--keep-live", "--model", TINY)
@@ -196,7 +159,7 @@ def test_drift_on_a_switch_is_repaired(fab):
     assert code == 0 and "applied and verified" in out, out
     code, out = loom("plan", TINY)
     assert code == 0 and "drift" not in out, out
-    _smp_set(fab, "vlarb", switch_dr[row], "1", "1", "7")  # one port's VLArb weight changed by hand
+    _smp_set(tiny_up, "vlarb", switch_dr[row], "1", "1", "7")  # one port's VLArb weight changed by hand
     code, out = loom("plan", TINY)
     assert code == 2 and "drift" in out, out
     code, out = loom("apply", "--model", TINY)
@@ -205,7 +168,7 @@ def test_drift_on_a_switch_is_repaired(fab):
     assert code == 0 and "No changes" in out and "drift" not in out, out
 
 
-def test_qos_turned_off_and_on_on_a_running_fabric(fab, tmp_path):
+def test_qos_turned_off_and_on_on_a_running_fabric(tiny_up, tmp_path):
     assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
     off = tmp_path / "tiny.yaml"
     text = Path(TINY).read_text()
@@ -220,10 +183,10 @@ def test_qos_turned_off_and_on_on_a_running_fabric(fab, tmp_path):
     assert code == 2
     code, out = loom("apply", "--model", TINY)
     assert code == 0 and "QoS verified on 120 ports" in out, out
-    settled(fab)
+    settled(tiny_up)
 
 
-def test_failed_qos_apply_restores_qos_too(fab, tmp_path, monkeypatch):
+def test_failed_qos_apply_restores_qos_too(tiny_up, tmp_path, monkeypatch):
     """A restore verifies the QoS tables, not only routing: the old classes are back on every port."""
     import loom.push.apply as applymod
 
@@ -243,45 +206,45 @@ def test_failed_qos_apply_restores_qos_too(fab, tmp_path, monkeypatch):
     res = apply_plan(read_plan(tmp_path / "p.json"), tmp_path / "p.json", timeout=60)
     assert not res.ok and "restored and verified (routing and QoS)" in res.message, res.message
     monkeypatch.setattr(applymod, "mismatches", real)
-    settled(fab)
+    settled(tiny_up)
 
 
 # ------------------------------------------------------------------ 4: daemons dying
 
 
-def test_ibsim_dying_fails_fast_and_names_it(fab, tmp_path):
+def test_ibsim_dying_fails_fast_and_names_it(tiny_up, tmp_path):
     path = make_plan_file(tmp_path)
-    fab.kill("ibsim")
+    tiny_up.kill("ibsim")
     t0 = time.monotonic()
     code, out = loom("apply", str(path))
     assert code == 1 and "ibsim" in out and "OpenSM" not in out.split("ibsim")[0], out
     assert time.monotonic() - t0 < 20
-    assert is_free(fab.dir)
+    assert is_free(tiny_up.dir)
     assert loom("sim", "up", TINY)[0] == 0
     assert loom("plan", TINY)[0] == 2
 
 
-def test_opensm_killed_after_the_reload_is_not_verified(fab, tmp_path, monkeypatch):
+def test_opensm_killed_after_the_reload_is_not_verified(tiny_up, tmp_path, monkeypatch):
     import loom.push.apply as applymod
 
     path = make_plan_file(tmp_path)
-    before = tables(fab)
+    before = tables(tiny_up)
     real, calls = applymod.mismatches, []
 
     def kill_opensm(back, want):  # OpenSM dies while the QoS read-back is compared
         if not calls:
             calls.append(1)
-            fab.kill("opensm")
+            tiny_up.kill("opensm")
         return real(back, want)
 
     monkeypatch.setattr(applymod, "mismatches", kill_opensm)
     res = apply_plan(read_plan(path), path, timeout=60)
     monkeypatch.setattr(applymod, "mismatches", real)
     assert not res.ok and "OpenSM is not running" in res.message and "restored and verified" in res.message, res.message
-    assert tables(fab) == before and fab.up_and_running()
+    assert tables(tiny_up) == before and tiny_up.up_and_running()
     code, out = loom("sim", "status", TINY)
     assert code == 0 and "subnet up: True" in out, out
-    fab.kill("opensm")
+    tiny_up.kill("opensm")
     code, out = loom("sim", "status", TINY)
     assert code == 1 and "subnet up: False" in out
 
@@ -306,19 +269,19 @@ def test_two_sim_ups_at_once_leave_one_tracked_fabric(tmp_path):
     assert procs_using(d.dir) == []
 
 
-def test_sim_down_refuses_during_an_apply_and_checks_pid_files(fab):
-    lock = FabricLock(fab.dir, "apply").acquire()
+def test_sim_down_refuses_during_an_apply_and_checks_pid_files(tiny_up):
+    lock = FabricLock(tiny_up.dir, "apply").acquire()
     try:
         code, out = loom("sim", "down", TINY)
         assert code == 1 and "another apply is running" in out and "--force" in out
-        assert fab.up_and_running()
+        assert tiny_up.up_and_running()
     finally:
         lock.release()
     assert loom("sim", "down", TINY)[0] == 0
     bystander = subprocess.Popen(["sleep", "60"])
     try:  # stale PID files naming an unrelated process: never signalled
-        (fab.dir / "ibsim.pid").write_text(f"{bystander.pid}\n")
-        (fab.dir / "opensm.pid").write_text(f"{bystander.pid} 1 opensm\n")
+        (tiny_up.dir / "ibsim.pid").write_text(f"{bystander.pid}\n")
+        (tiny_up.dir / "opensm.pid").write_text(f"{bystander.pid} 1 opensm\n")
         code, out = loom("sim", "down", TINY)
         assert code == 0 and "nothing was running" in out
         assert bystander.poll() is None
@@ -425,16 +388,16 @@ def test_daemons_start_with_a_minimal_environment(tmp_path, monkeypatch):
         loom("sim", "down", TINY)
 
 
-def test_start_after_a_crash_checks_what_opensm_would_load(fab):
+def test_start_after_a_crash_checks_what_opensm_would_load(tiny_up):
     """Bad tables in OpenSM's input file (written by hand while the fabric was down) are not loaded."""
     assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
     assert loom("sim", "down", TINY)[0] == 0
     sn = subnet(load_fabric(TINY), 0)
-    bad, _ = plant_forwarding_loop(tables_from_dump(sn, fab.lfts_file.read_text(), "file"), "z0")
-    fab.lfts_file.write_text(lfts_dump(bad))
+    bad, _ = plant_forwarding_loop(tables_from_dump(sn, tiny_up.lfts_file.read_text(), "file"), "z0")
+    tiny_up.lfts_file.write_text(lfts_dump(bad))
     code, out = loom("sim", "up", TINY)
     assert code == 0 and "fail reachability" in out and "lfts.dump.rejected" in out, out
-    assert not fab.lfts_file.exists()
+    assert not tiny_up.lfts_file.exists()
     code, out = loom("plan", TINY)
     assert code == 2  # OpenSM's own routing now: the next apply brings loom's tables back
     assert loom("apply", "--model", TINY)[0] == 0 and loom("plan", TINY)[0] == 0
@@ -454,3 +417,43 @@ def test_fat_tree_3_converges_in_one_apply(tmp_path, monkeypatch):
         assert code == 0 and "No changes" in out, out
     finally:
         loom("sim", "down", ft3)
+
+
+@pytest.fixture
+def ext2_disk(tmp_path):
+    """A small ext2 file system (loop mount): unlike tmpfs it has immutable files (chattr +i)."""
+    if os.getuid() != 0:
+        pytest.fail("the immutable-file test mounts a loop device: run as root (CI does)")
+    image, mnt = tmp_path / "disk.img", tmp_path / "ext2"
+    mnt.mkdir()
+    subprocess.run(["truncate", "-s", "16M", str(image)], check=True)
+    subprocess.run(["mkfs.ext2", "-q", "-F", str(image)], check=True)
+    subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["chattr", "-R", "-i", str(mnt)], capture_output=True)
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_immutable_input_file_leaves_nothing_half_written(ext2_disk, tmp_path, monkeypatch):
+    """The QoS options would be written and the tables refused: the options are put back."""
+    monkeypatch.setenv("LOOM_STATE_DIR", str(ext2_disk))
+    d = Daemons.of("tiny")
+    off = tmp_path / "tiny.yaml"
+    text = Path(TINY).read_text()
+    off.write_text(text[:text.index("qos:")])
+    (tmp_path / "catalogue").symlink_to(TOPO / "catalogue")
+    try:
+        assert loom("sim", "up", TINY)[0] == 0
+        assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+        assert loom("plan", str(off), "--out", str(tmp_path / "p.json"))[0] == 2
+        conf, before = d.conf_file.read_text(), tables(d)
+        subprocess.run(["chattr", "+i", str(d.lfts_file)], check=True)
+        code, out = loom("apply", str(tmp_path / "p.json"))
+        assert code == 1 and "Operation not permitted" in out and "nothing was changed" in out, out
+        assert d.conf_file.read_text() == conf and tables(d) == before and is_free(d.dir)
+        subprocess.run(["chattr", "-i", str(d.lfts_file)], check=True)
+        code, out = loom("apply", str(tmp_path / "p.json"))
+        assert code == 0 and "QoS verified" in out, out
+    finally:
+        loom("sim", "down", "--force", TINY)
+    assert procs_using(d.dir) == []

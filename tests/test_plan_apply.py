@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from loom.cli import app
 from loom.expand import load_fabric
 from loom.push.daemon import Daemons, alive
 from loom.push.apply import apply_plan
@@ -21,29 +17,9 @@ from loom.push.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import route
 
-TOPO = Path(__file__).parent.parent / "topology"
-TINY = str(TOPO / "tiny.yaml")
-runner = CliRunner()
+from .simfabric import TINY, TOPO, loom
+
 pytestmark = pytest.mark.sim
-
-
-def loom(*args: str) -> tuple[int, str]:
-    r = runner.invoke(app, list(args))
-    assert "Traceback" not in r.output, r.output
-    return r.exit_code, r.output
-
-
-@pytest.fixture
-def tiny_up(tmp_path, monkeypatch):
-    if tools_missing():
-        pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
-    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
-    code, out = loom("sim", "up", TINY)
-    assert code == 0, out
-    d = Daemons.of("tiny")
-    yield d
-    loom("sim", "down", TINY)
-    assert not alive(d.pid("opensm")) and not alive(d.pid("ibsim"))
 
 
 def hand_edit(d: Daemons, switch: str) -> None:

@@ -33,6 +33,7 @@ from .procs import ProcessRef
 from .sim import SimError, client_env, sm_host, start_ibsim, tools_missing
 
 READ_TIMEOUT = 120  # seconds for one dump_fts of the whole fabric (0.7 s on two zones)
+CLIENT_PREFIX = "loom-client-"
 
 
 def state_dir(fabric_name: str) -> Path:
@@ -222,7 +223,7 @@ class Daemons:
 
     def clean_leftovers(self) -> None:
         """Temp files of killed writers, and the `sys-<pid>` trees umad2sim leaves in the cwd of
-        a client that did not exit cleanly."""
+        a daemon or client (its scratch directory) that did not exit cleanly."""
         for d in (self.dir, self.osm):
             if d.exists():
                 remove_temps(d)
@@ -230,13 +231,20 @@ class Daemons:
             pid = tree.name[4:]
             if pid.isdigit() and not alive(int(pid)):
                 shutil.rmtree(tree, ignore_errors=True)
+        for scratch in Path(tempfile.gettempdir()).glob(f"{CLIENT_PREFIX}*-*"):
+            pid = scratch.name[len(CLIENT_PREFIX):].split("-")[0]
+            if pid.isdigit() and not alive(int(pid)):
+                shutil.rmtree(scratch, ignore_errors=True)
 
     def kill(self, name: str) -> None:
         """Kill a daemon without cleanup (tests use it to play a crash)."""
         ref = self.proc(name)
         if ref:
             os.killpg(ref.pid, signal.SIGKILL)
-            _reap(ref.pid)
+            deadline = time.monotonic() + 5
+            while ref.alive() and time.monotonic() < deadline:  # SIGKILL is delivered, not instant
+                _reap(ref.pid)
+                time.sleep(0.01)
 
     # ------------------------------------------------------------------ reading the fabric
     def dump_fts(self) -> str:
@@ -259,7 +267,7 @@ def client_dir():
     """A scratch working directory for a short-lived simulator client: umad2sim writes a
     `sys-<pid>` tree into its client's cwd, which must neither fill nor depend on the state
     directory (a full or read-only state disk must not stop loom from reading the fabric)."""
-    with tempfile.TemporaryDirectory(prefix="loom-client-") as d:
+    with tempfile.TemporaryDirectory(prefix=f"{CLIENT_PREFIX}{os.getpid()}-") as d:
         yield d
 
 

@@ -35,24 +35,36 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
 
 
 def write_all_atomic(files: dict[Path, str | bytes | None]) -> None:
-    """Write several files all or nothing as far as space goes: every temp file is written
-    first (a full disk or read-only directory fails here, before any file changed), then each
-    is renamed over its target (renames need no space).  `None` removes the file."""
+    """Write several files all or nothing: every temp file is written first (a full disk or
+    read-only directory fails here, before any file changed), then each is renamed over its
+    target; a rename refused (an immutable file) puts back the files already replaced.
+    `None` removes the file."""
+    files = {Path(p): d for p, d in files.items()}
+    before = {p: p.read_bytes() if p.exists() else None for p in files}
     staged: list[tuple[str, Path]] = []
     try:
         for path, data in files.items():
             if data is not None:
-                raw = data.encode() if isinstance(data, str) else data
-                staged.append((_stage(Path(path), raw), Path(path)))
+                staged.append((_stage(path, data.encode() if isinstance(data, str) else data), path))
     except BaseException:
         for tmp, _ in staged:
             Path(tmp).unlink(missing_ok=True)
         raise
-    for tmp, path in staged:
-        os.replace(tmp, path)
-    for path, data in files.items():
-        if data is None:
-            Path(path).unlink(missing_ok=True)
+    done: list[Path] = []
+    try:
+        for tmp, path in staged:
+            os.replace(tmp, path)
+            done.append(path)
+        for path, data in files.items():
+            if data is None and path.exists():
+                path.unlink()
+                done.append(path)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        if done:
+            write_all_atomic({p: before[p] for p in done})
+        raise
 
 
 def remove_temps(directory: Path) -> list[Path]:
