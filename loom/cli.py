@@ -503,6 +503,7 @@ def _fail(exc: Exception) -> None:
 def sim_up(model: Path = MODEL_ARG) -> None:
     """Start ibsim with the fabric and OpenSM on its SM node; wait for SUBNET UP (idempotent).
     Holds the fabric lock; resolves an interrupted apply first and loads only checked tables."""
+    from loom.push import audit
     from loom.push.apply import recover, take_lock
     from loom.push.checked import check_input_file
     from loom.push.daemon import Daemons
@@ -530,6 +531,7 @@ def sim_up(model: Path = MODEL_ARG) -> None:
                 _progress(f"the tables OpenSM would load fail {failed[0]}: moved to {rejected}; OpenSM starts with "
                           "its own routing — run `loom plan` and `loom apply`")
         what = _phase("sim up", d.start, fabric, guid2lid(tables), conf)
+        audit.record(d.dir, "sim up", outcome=what, fabric=fabric.name)
     except (SimError, PlanError) as exc:
         _fail(exc)
     except OSError as exc:
@@ -561,8 +563,7 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
         _progress(f"--force: stopping anyway ({exc})")
     try:
         stopped = d.stop()
-        if force and lock is None:
-            audit.record(d.dir, "sim down forced", stopped=stopped)
+        audit.record(d.dir, "sim down" if lock else "sim down forced", stopped=stopped)
     finally:
         if lock:
             lock.release()

@@ -120,12 +120,12 @@ def _signals_raise():
 
 
 @contextmanager
-def _signals_deferred():
-    """While restoring, a second Ctrl-C must not abandon the restore half-way: signals wait."""
-    got = []
-    old = {s: signal.signal(s, lambda signum, _f: got.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+def _signals_ignored():
+    """While restoring, a second Ctrl-C must not abandon the restore half-way (the command ends
+    with the restore's outcome anyway)."""
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield got
+        yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -196,7 +196,7 @@ def _apply_locked(plan: dict, d: Daemons, context: dict, timeout: float, progres
         journal.mark("verified", live_sha256=digest_live(back), qos_sha256=digest(qos_back) if qos_back else None)
         _finish(d, journal.load(), journal)
     except (SimError, OSError, Interrupted) as exc:
-        with _signals_deferred():
+        with _signals_ignored():
             progress(f"apply failed ({_reason(exc)}); restoring the previous tables")
             ok, restored = _timed(phases, "restore", _restore, d, journal.load(), timeout)
         audit.record(d.dir, "restore", ok=ok, outcome=restored, cause=_reason(exc), **context)
@@ -275,7 +275,7 @@ def recover(d: Daemons, timeout: float = 180, progress: Callable[[str], None] = 
         _finish(d, j, journal)
         ok, outcome = True, "its tables had been verified: recorded as applied"
     else:
-        with _signals_deferred():
+        with _signals_ignored():
             ok, outcome = _restore(d, j, timeout)
     message = f"an apply (pid {j.get('pid')}) was interrupted after phase '{j['phase']}': {outcome}"
     progress(message)
