@@ -47,6 +47,13 @@ def tables(d: Daemons) -> dict:
     return parse_lfts_dump(d.dump_fts())
 
 
+def apply_tiny() -> None:
+    """loom's tables and QoS onto the tiny fabric (from OpenSM's own routing)."""
+    assert loom("plan", TINY)[0] == 2
+    code, out = loom("apply", "--model", TINY)
+    assert code == 0 and "applied and verified" in out, out
+
+
 def make_plan_file(tmp_path) -> Path:
     path = tmp_path / "p.json"
     code, out = loom("plan", TINY, "--out", str(path))
@@ -145,7 +152,7 @@ def _smp_set(d: Daemons, *args: str) -> None:
 
 
 def test_drift_on_a_switch_is_repaired(tiny_up):
-    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    apply_tiny()
     sn = subnet(load_fabric(TINY), 0)
     switch_dr, _ = directed_routes(sn, tiny_up.sm_host)
     row = next(r for r in range(sn.n) if sn.name(r) == "z1-leaf1")
@@ -169,7 +176,7 @@ def test_drift_on_a_switch_is_repaired(tiny_up):
 
 
 def test_qos_turned_off_and_on_on_a_running_fabric(tiny_up, tmp_path):
-    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    apply_tiny()
     off = tmp_path / "tiny.yaml"
     text = Path(TINY).read_text()
     off.write_text(text[:text.index("qos:")])
@@ -194,7 +201,7 @@ def test_failed_qos_apply_restores_qos_too(tiny_up, tmp_path, monkeypatch):
     text = Path(TINY).read_text()
     off.write_text(text[:text.index("qos:")])
     (tmp_path / "catalogue").symlink_to(TOPO / "catalogue")
-    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    apply_tiny()
     assert loom("plan", str(off), "--out", str(tmp_path / "p.json"))[0] == 2
     real, calls = applymod.mismatches, []
 
@@ -222,6 +229,50 @@ def test_ibsim_dying_fails_fast_and_names_it(tiny_up, tmp_path):
     assert is_free(tiny_up.dir)
     assert loom("sim", "up", TINY)[0] == 0
     assert loom("plan", TINY)[0] == 2
+
+
+def test_ibsim_dying_mid_apply_restores_the_inputs(tiny_up, tmp_path, monkeypatch):
+    """ibsim dies once the new inputs are written: the apply ends in seconds naming ibsim, the
+    old inputs go back, and the next `sim up` brings the fabric back fully old."""
+    path = make_plan_file(tmp_path)
+    before = tables(tiny_up)
+    real_mark = Journal.mark
+
+    def mark(self, phase, **fields):
+        real_mark(self, phase, **fields)
+        if phase == "written":
+            tiny_up.kill("ibsim")
+
+    monkeypatch.setattr(Journal, "mark", mark)
+    t0 = time.monotonic()
+    res = apply_plan(read_plan(path), path, timeout=60)
+    monkeypatch.setattr(Journal, "mark", real_mark)
+    assert time.monotonic() - t0 < 20
+    assert not res.ok and "ibsim" in res.message and "previous input files restored" in res.message, res.message
+    assert is_free(tiny_up.dir) and Journal(tiny_up.dir).load() is None
+    code, out = loom("sim", "up", TINY)
+    assert code == 0, out
+    assert tables(tiny_up) == before
+    settled(tiny_up)
+
+
+def test_dump_fts_reading_part_of_the_fabric_is_an_error(tiny_up, monkeypatch):
+    """dump_fts exits 0 when some switches do not answer: loom counts the tables it got."""
+    import loom.push.daemon as daemonmod
+
+    real = subprocess.run
+
+    def partial(args, **kw):
+        res = real(args, **kw)
+        if args[0] == "dump_fts":
+            res.stdout = res.stdout[:res.stdout.index("Unicast lids [", 1)]  # one switch only
+            res.stderr = "ibwarn: [1] dump_lid: switch not answering\n"
+        return res
+
+    monkeypatch.setattr(daemonmod.subprocess, "run", partial)
+    code, out = loom("plan", TINY)
+    monkeypatch.setattr(daemonmod.subprocess, "run", real)
+    assert code == 1 and "read the tables of 1 of 12 switches" in out, out
 
 
 def test_opensm_killed_after_the_reload_is_not_verified(tiny_up, tmp_path, monkeypatch):
@@ -390,7 +441,7 @@ def test_daemons_start_with_a_minimal_environment(tmp_path, monkeypatch):
 
 def test_start_after_a_crash_checks_what_opensm_would_load(tiny_up):
     """Bad tables in OpenSM's input file (written by hand while the fabric was down) are not loaded."""
-    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    apply_tiny()
     assert loom("sim", "down", TINY)[0] == 0
     sn = subnet(load_fabric(TINY), 0)
     bad, _ = plant_forwarding_loop(tables_from_dump(sn, tiny_up.lfts_file.read_text(), "file"), "z0")
@@ -444,7 +495,7 @@ def test_immutable_input_file_leaves_nothing_half_written(ext2_disk, tmp_path, m
     (tmp_path / "catalogue").symlink_to(TOPO / "catalogue")
     try:
         assert loom("sim", "up", TINY)[0] == 0
-        assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+        apply_tiny()
         assert loom("plan", str(off), "--out", str(tmp_path / "p.json"))[0] == 2
         conf, before = d.conf_file.read_text(), tables(d)
         subprocess.run(["chattr", "+i", str(d.lfts_file)], check=True)
