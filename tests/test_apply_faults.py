@@ -227,6 +227,8 @@ def test_ibsim_dying_fails_fast_and_names_it(tiny_up, tmp_path):
     assert code == 1 and "ibsim" in out and "OpenSM" not in out.split("ibsim")[0], out
     assert time.monotonic() - t0 < 20
     assert is_free(tiny_up.dir)
+    code, out = loom("plan", TINY)
+    assert code == 1 and "ibsim (the simulated fabric) is not running" in out, out
     assert loom("sim", "up", TINY)[0] == 0
     assert loom("plan", TINY)[0] == 2
 

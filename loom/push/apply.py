@@ -242,7 +242,7 @@ def _restore(d: Daemons, j: dict, timeout: float) -> tuple[bool, str]:
         return False, (f"RESTORE FAILED: cannot write {d.osm} ({exc.strerror}); the journal is kept and the next "
                        "loom command on this fabric retries the restore")
     journal = Journal(d.dir)
-    if d.proc("ibsim") is None:
+    if d.fabric_down():
         journal.clear()
         return True, "previous input files restored; the fabric is down (`loom sim up` loads them, checked)"
     try:

@@ -118,9 +118,13 @@ class Daemons:
     def up_and_running(self) -> bool:
         return self.status()["subnet_up"]
 
+    def fabric_down(self) -> bool:
+        """The fabric itself is gone (ibsim not running): nothing can be read or pushed."""
+        return self.proc("ibsim") is None
+
     def health(self) -> None:
         """Raise SimError naming the daemon that is down."""
-        if self.proc("ibsim") is None:
+        if self.fabric_down():
             raise SimError(f"ibsim (the simulated fabric) is not running; see {self.dir / 'ibsim.log'}; "
                            f"`loom sim up` restarts it")
         if self.proc("opensm") is None:
@@ -202,7 +206,7 @@ class Daemons:
     def push(self, timeout: float = 120) -> str:
         """Load the input files onto every switch and port, whatever OpenSM believed they hold:
         restart OpenSM (see `start_opensm`).  Return the routing engine it used."""
-        if self.proc("ibsim") is None:
+        if self.fabric_down():
             self.health()
         self._stop_one("opensm")
         return self.start_opensm(timeout)
@@ -249,7 +253,7 @@ class Daemons:
     # ------------------------------------------------------------------ reading the fabric
     def dump_fts(self) -> str:
         """Every switch's LFT as OpenSM's dump format (read over the fabric, not from OpenSM)."""
-        if self.proc("ibsim") is None:
+        if self.fabric_down():
             self.health()
         try:
             with client_dir() as cwd:

@@ -27,6 +27,7 @@ from .errors import PlanError
 from .packing import digest_live, pack
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
 from .qos_readback import digest, mismatches, read_qos
+from .sim import SimError
 
 PLAN_VERSION = 2
 FIXPOINT_ROUNDS = 8
@@ -71,6 +72,10 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
     """Read the live tables, route the model keeping live routes where balance allows, check the
     result, and describe the difference."""
     model_path = Path(model_path).resolve()
+    try:
+        daemons.health()
+    except SimError as exc:
+        raise PlanError(f"the simulated fabric of {fabric.name} is not up: {exc}") from None
     if not daemons.up_and_running():
         raise PlanError(f"the simulated fabric of {fabric.name} is not up; run `loom sim up {model_path}`")
     if not daemons.cabled_as(fabric):
