@@ -89,6 +89,7 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
         result = ApplyResult(False, f"refused: {exc}")
         raise
     except Interrupted as exc:
+        exc.outcome = exc.outcome or "nothing had been written yet"
         result = ApplyResult(False, f"interrupted by signal {exc.signum}: {exc.outcome}")
         raise
     finally:
