@@ -32,9 +32,11 @@ def _fabric(path: Path) -> Fabric:
 
 
 def _print_model_error(path: Path, exc: ModelError) -> None:
-    err.print(f"[red]error:[/red] {path} is not a valid model", highlight=False)
+    is_lock = exc.file.endswith(".lock.json")
+    err.print(f"[red]error:[/red] {exc.file if is_lock else path} is not a valid {'lock file' if is_lock else 'model'}",
+              highlight=False)
     for p in exc.problems:
-        err.print(p.render(str(path)), highlight=False, markup=False)
+        err.print(p.render(exc.file if is_lock else str(path)), highlight=False, markup=False)
 
 
 def _write(path: Path, data: str) -> None:
@@ -115,18 +117,31 @@ ENGINE_OPT = typer.Option("fattree", "--engine", help="routing engine")
 @app.command("route")
 def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
               engine: str = ENGINE_OPT) -> None:
-    """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid and DIR/summary.json."""
+    """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid, DIR/topology.net (the
+    fabric as it stands, in the ibnetdiscover/ibsim format), DIR/qos-policy.conf (OpenSM -Y, when
+    cross-zone traffic needs its own VLs) and DIR/summary.json."""
     import hashlib
 
+    from loom.qos import plan_qos
+    from loom.qos.render import opensm_qos_policy
+    from loom.render.ibsim import ibsim_net
     from loom.render.opensm import guid2lid, lfts_dump
 
     fabric, tables = _route(model, engine)
+    qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
     summary = {"fabric": fabric.name, "model": str(model), "engine": engine, "planes": []}
     for t in tables:
         d = out_dir if fabric.planes == 1 else out_dir / f"plane{t.subnet.plane}"
         dump = lfts_dump(t)
         _write(d / "lfts.dump", dump)
         _write(d / "guid2lid", guid2lid(t))
+        if fabric.technology == "infiniband":
+            _write(d / "topology.net", ibsim_net(fabric, t.subnet.plane))
+        policy = opensm_qos_policy(fabric, qos, t.subnet.plane) if qos else None
+        if policy:
+            _write(d / "qos-policy.conf", policy)
+        for w in t.warnings:
+            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
         summary["planes"].append({
             "plane": t.subnet.plane, "dir": str(d), "switches": t.subnet.n, "max_lid": t.subnet.max_lid,
             "ca_ports": len(t.subnet.ca_lids), "lft_entries": int((t.lft != 255).sum()),
@@ -141,10 +156,13 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
           engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, help="random bisections for eBB"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
-                                           "file of the model's subnet) instead of routing the model")) -> None:
+                                           "file of the model's subnet) instead of routing the model"),
+          design_bound: bool = typer.Option(False, "--design-bound", help="also fail when any switch is above the "
+                                            "bound of the intact design (CI of design changes)")) -> None:
     """Route and check: reachability, deadlock freedom, balance against the lower bound, eBB.
 
-    Exit 0 only when every plane is reachable, deadlock-free and within the balance bound.
+    Exit 0 only when every plane is reachable, deadlock-free and every switch meets its
+    as-built balance bound (with --design-bound: the intact design's bound); 1 otherwise.
     With --lfts, the same checks run on tables from elsewhere: OpenSM's own dump, the live
     fabric's `dump_fts`, a hand-edited file."""
     from loom.checks import check_tables
@@ -153,7 +171,7 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
     if lfts is None:
         fabric, tables = _route(model, engine)
     else:
-        from loom.render.opensm import tables_from_dump
+        from loom.render.opensm import DumpMismatch, match_dump, parse_lfts_dump, tables_from_dump
         from loom.routing import subnet
 
         fabric = _fabric(model)
@@ -162,10 +180,17 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
         except OSError as exc:
             err.print(f"[red]error:[/red] cannot read {lfts}: {exc.strerror}", highlight=False)
             raise typer.Exit(1) from None
-        tables = [tables_from_dump(subnet(fabric, 0), text, f"file {lfts.name}")]
+        sn = subnet(fabric, 0)
+        try:
+            match_dump(sn, parse_lfts_dump(text), text)
+            tables = [tables_from_dump(sn, text, f"file {lfts.name}")]
+        except DumpMismatch as exc:
+            err.print(f"[red]error:[/red] {lfts}: not the tables of {fabric.name}: {exc}", highlight=False)
+            raise typer.Exit(1) from None
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
-    ok = all(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] and (p["qos"] is None or p["qos"]["ok"])
+    bound_key = "design_within_bound" if design_bound else "within_bound"
+    ok = all(p["reachable"] and p["deadlock_free"] and p["balance"][bound_key] and (p["qos"] is None or p["qos"]["ok"])
              for p in planes)
     report = {"fabric": fabric.name, "ok": ok, **planes[0]} if len(planes) == 1 else {"fabric": fabric.name, "ok": ok, "planes": planes}
     if as_json:
@@ -191,12 +216,21 @@ def _print_check(name: str, p: dict) -> None:
     b, r = p["balance"], p["reachability"]
     out.print(f"[bold]{name}[/bold] plane {p['plane']} ({p['engine']})")
     out.print(f"  reachable:      {verdict(p['reachable'])}  {r['ca_pairs']} CA-to-CA pairs, {r['unreachable_pairs']} unreachable, "
-              f"{r['loop_pairs']} looping, max {r['max_hops']} hops, {r['nonminimal_pairs']} non-minimal in-zone")
+              f"{r['loop_pairs']} looping, max {r['max_hops']} hops, {r['nonminimal_pairs']} non-minimal in-zone; "
+              f"{r['switch_pairs']} switch-to-LID pairs, {r['switch_unreachable']} unreachable")
+    for loop in r["loops"]:
+        out.print(f"    [red]forwarding loop:[/red] {loop}", highlight=False)
+    if r["cut_off"]:
+        out.print(f"    cut off (left out): {', '.join(r['cut_off'][:10])}" + (f" and {len(r['cut_off']) - 10} more" if len(r["cut_off"]) > 10 else ""),
+                  highlight=False)
     for e in r["examples"]:
         out.print(f"    {e}", highlight=False)
     out.print(f"  deadlock-free:  {verdict(p['deadlock_free'])}  {p['deadlock']['channels']} channels, "
               f"{p['deadlock']['dependencies']} dependencies (CA-to-CA only: "
               f"{'free' if p['deadlock']['ca_to_ca_deadlock_free'] else 'LOOP'})")
+    if p.get("cross_zone_vls"):
+        out.print("    cross-zone: inter-zone links leave a zone from several leaves, so traffic to lower-numbered zones "
+                  "rides a second VL per class (its SL = class SL + classes; one VL could not stay loop-free)")
     if p["qos"]:
         q = p["qos"]
         out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(
@@ -209,16 +243,74 @@ def _print_check(name: str, p: dict) -> None:
         out.print("  credit loop:")
         for hop in p["cycle"]:
             out.print(f"    {hop}", highlight=False)
-    out.print(f"  balance:        {verdict(b['within_bound'])}  max {b['max_dest_per_up_port']} destinations per leaf up-port, "
-              f"lower bound {b['lower_bound']}, min {b['min_dest_per_up_port']}")
+    out.print(f"  balance:        {verdict(b['within_bound'])}  every switch at its as-built bound; "
+              f"design bound {'met' if b['design_within_bound'] else '[yellow]not met[/yellow] (degraded)'}")
+    out.print("    level        groups  max dest/port  over as-built  over design  max paths/port")
+    for level, f in b["levels"].items():
+        out.print(f"    {level:<12} {f['groups']:>6}  {f['max']:>13}  {f['over_bound']:>13}  {f['over_design_bound']:>11}  {f['max_paths']:>14}")
+    out.print(f"    leaf up-ports: max {b['max_dest_per_up_port']} destinations, as-built bound {b['lower_bound']}, "
+              f"design bound {b['design_bound']} (worst leaf), min {b['min_dest_per_up_port']}")
     for role, f in b["per_role"].items():
-        out.print(f"    {role:<11} max {f['max_dest_per_up_port']} / bound {f['lower_bound']}")
-    if b["spine_up"]:
-        out.print(f"    spine up    max {b['spine_up']['max_dest_per_up_port']} / bound {b['spine_up']['lower_bound']}")
+        out.print(f"    {role:<11} max {f['max_dest_per_up_port']} / as-built {f['lower_bound']} / design {f['design_bound']}"
+                  + (f"  [red]{f['over_bound']} leaves over[/red]" if f["over_bound"] else ""))
     if b["inter_zone"]:
         iz = b["inter_zone"]
         out.print(f"    inter-zone  max {iz['max_dest_per_link']} / bound {iz['lower_bound']} over {iz['links']} link directions")
-    out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items()))
+    for w in b["worst"]:
+        out.print(f"    [red]{w}[/red]", highlight=False)
+    out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items())
+              + (f"; whole fabric {p['ebb_fabric']}" if len(p["ebb_by_zone"]) > 1 else ""))
+    for w in p["warnings"]:
+        out.print(f"  [yellow]warning:[/yellow] {w}", highlight=False)
+
+
+@app.command("lock")
+def lock_cmd(model: Path = MODEL_ARG,
+             check: bool = typer.Option(False, "--check", help="exit 1 if the lock file and the model disagree "
+                                        "(or the lock was edited by hand); write nothing"),
+             relayout: bool = typer.Option(False, "--relayout", help="start over: place everything by policy, "
+                                           "ignoring the lock (devices may move, LIDs may be renumbered)")) -> None:
+    """Write or update MODEL's lock file (`<model>.lock` next to it): every device's rack and RU,
+    every NIC port's switch port, every GUID and LID.  Existing things keep their place; new
+    ones take free places; removed ones free theirs."""
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import differences, digest, lock_of, lock_text
+
+    if check and relayout:
+        err.print("[red]error:[/red] --check and --relayout exclude each other")
+        raise typer.Exit(2)
+    path = lock_path(model)
+
+    def refuse(problems: list[str]) -> None:
+        for x in problems:
+            err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
+        raise typer.Exit(1)
+
+    try:
+        old = read_lock(path)
+        if check and old is None:
+            refuse([f"no lock file; fix: run `loom lock {model}` and commit {path}"])
+        if check and old.digest != digest(old):
+            refuse(["the file was edited by hand (its digest does not match); fix: revert it "
+                    f"(`git checkout -- {path}`), or accept the edit with `loom lock {model}`"])
+        fabric = load_fabric(model, None if relayout else old)
+    except ModelError as exc:
+        _print_model_error(model, exc)
+        raise typer.Exit(1) from None
+    new = lock_of(fabric, fabric.switch_lid_base)
+    if check:
+        problems = [f"{x}; fix: run `loom lock {model}` and commit {path}" for x in differences(old, new)]
+        for x in problems:
+            err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
+        if not problems:
+            out.print(f"{path}: matches {model}", highlight=False)
+        raise typer.Exit(1 if problems else 0)
+    before = (set(old.nodes) | set(old.switches)) if old else set()
+    after = set(new.nodes) | set(new.switches)
+    _write(path, lock_text(new))
+    out.print(f"wrote {path}: {len(new.switches)} switches, {len(new.nodes)} nodes, {len(new.racks)} racks "
+              f"({len(after - before)} added, {len(before - after)} removed{', relaid out' if relayout else ''})",
+              highlight=False)
 
 
 @app.command()
@@ -233,7 +325,8 @@ def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for
 
 
 def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: str) -> tuple[Path, str]:
-    """The model file of one side of a diff: a file, a git revision of MODEL, or MODEL itself."""
+    """The model file of one side of a diff: a file, a git revision of MODEL (with its lock file
+    at that revision beside it), or MODEL itself."""
     import subprocess
 
     if file is not None:
@@ -247,9 +340,27 @@ def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label:
     show = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=top.stdout.strip(), capture_output=True)
     if show.returncode != 0:
         raise _DiffError(f"cannot read {rel} at revision {rev}: {show.stderr.decode().strip()}")
-    path = tmp / f"{label}-{model.name}"
+    path = tmp / label / model.name
+    path.parent.mkdir(exist_ok=True)
     path.write_bytes(show.stdout)
+    from loom.expand import lock_path
+
+    lock = subprocess.run(["git", "show", f"{rev}:{lock_path(rel)}"], cwd=top.stdout.strip(), capture_output=True)
+    if lock.returncode == 0:
+        lock_path(path).write_bytes(lock.stdout)
     return path, f"{rev}"
+
+
+def _side(path: Path, base: Fabric | None) -> Fabric:
+    """One side of a change: the model with its own lock file, else (the head of a change)
+    with the lock the base gives, so a change is judged against the floor as it stands."""
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import lock_of
+
+    lock = read_lock(lock_path(path))
+    if lock is None and base is not None:
+        lock = lock_of(base, base.switch_lid_base)
+    return load_fabric(path, lock)
 
 
 class _DiffError(Exception):
@@ -272,7 +383,6 @@ def diff_cmd(
     import tempfile
 
     from loom.checks.compare import compare, evaluate
-    from loom.expand import load_fabric
     from loom.render.diff_report import markdown, summary
 
     if fmt not in ("text", "markdown", "json"):
@@ -286,14 +396,15 @@ def diff_cmd(
         for label, rev, file in (("base", base, base_file), ("head", head, head_file)):
             try:
                 path, name = _model_at(model, rev, file, Path(tmp), label)
-                sides.append(evaluate(name, load_fabric(path), hint=sides[0] if sides else None))
+                sides.append(evaluate(name, _side(path, sides[0].fabric if sides else None), hint=sides[0] if sides else None))
             except _DiffError as exc:
                 err.print(f"[red]error:[/red] {exc}", highlight=False)
                 raise typer.Exit(2) from None
             except ModelError as exc:
                 err.print(f"[red]error:[/red] the {label} model is not valid", highlight=False)
                 for p in exc.problems:
-                    err.print(p.render(name if rev else str(path)), highlight=False, markup=False)
+                    err.print(p.render(exc.file if exc.file.endswith(".lock.json") else name if rev else str(path)),
+                              highlight=False, markup=False)
                 raise typer.Exit(2) from None
     d = compare(*sides, tolerance=tolerance)
     if fmt == "json":
@@ -324,16 +435,16 @@ def _cable_plan(path: Path, fabric: Fabric):
 @app.command()
 def cabling(
     args: list[str] = typer.Argument(..., help="MODEL, or: diff OLD NEW (model files)"),
-    fmt: str = typer.Option("csv", "--format", help="csv, xlsx or html (diff: text or csv)"),
+    fmt: str = typer.Option("csv", "--format", help="csv, labels (label-printer CSV), xlsx or html (diff: text or csv)"),
     out_file: Path | None = typer.Option(None, "--out", help="file to write (default: standard output for text)"),
     base: str | None = typer.Option(None, "--base", help="diff: git revision of NEW to use as OLD"),
 ) -> None:
-    """Cabling sheets: `loom cabling MODEL --format csv|xlsx|html --out PATH`;
+    """Cabling sheets: `loom cabling MODEL --format csv|labels|xlsx|html --out PATH`;
     change sheets: `loom cabling diff OLD NEW` (or `diff MODEL --base REV`)."""
     import tempfile
 
     if args[0] == "diff":
-        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text
+        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text, pull_list
 
         if len(args) == 3:
             old_p, new_p = Path(args[1]), Path(args[2])
@@ -346,13 +457,19 @@ def cabling(
             except _DiffError as exc:
                 err.print(f"[red]error:[/red] {exc}", highlight=False)
                 raise typer.Exit(1) from None
-            (Path(tmpdir.name) / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
+            (old_p.parent / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
         else:
             err.print("[red]error:[/red] use `loom cabling diff OLD NEW` or `loom cabling diff MODEL --base REV`")
             raise typer.Exit(2)
-        old_f, new_f = _fabric(old_p), _fabric(new_p)
-        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, _cable_plan(new_p, new_f))
-        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines)
+        old_f = _fabric(old_p)
+        try:
+            new_f = _side(new_p, old_f)
+        except ModelError as exc:
+            _print_model_error(new_p, exc)
+            raise typer.Exit(1) from None
+        new_plan = _cable_plan(new_p, new_f)
+        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, new_plan)
+        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines, pull_list(lines, new_plan))
         if tmpdir:
             tmpdir.cleanup()
     else:
@@ -366,6 +483,10 @@ def cabling(
             from loom.render.cabling import to_csv
 
             text = to_csv(plan)
+        elif fmt == "labels":
+            from loom.render.labels import to_labels_csv
+
+            text = to_labels_csv(plan)
         elif fmt == "html":
             from loom.render.cabling_docs import to_html
 
@@ -382,7 +503,7 @@ def cabling(
             out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False)
             return
         else:
-            err.print(f"[red]error:[/red] --format must be csv, xlsx or html, not {fmt}")
+            err.print(f"[red]error:[/red] --format must be csv, labels, xlsx or html, not {fmt}")
             raise typer.Exit(2)
     if out_file is None:
         sys.stdout.write(text)

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from loom.model.rules import zone_layers
 from loom.routing.base import Tables
 
 from .balance import check_balance
 from .deadlock import check_deadlock
-from .ebb import effective_bisection_bandwidth
+from .ebb import effective_bisection_bandwidth, fabric_ebb
 from .paths import Walk
 from .qos import check_qos
 from .reachability import check_reachability
@@ -20,8 +21,9 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
     `deadlock_free_single_vl` says whether the routing would also be safe on one VL."""
     walk = Walk(tables)
     reach = check_reachability(walk)
-    dead = check_deadlock(walk)
-    q = check_qos(walk, qos, dead.deadlock_free) if qos is not None else None
+    layers = zone_layers(tables.subnet.fabric.model)
+    dead = check_deadlock(walk, layers=layers)
+    q = check_qos(walk, qos, dead.deadlock_free and layers is None, layers) if qos is not None else None
     if q:
         vl_cycles = [v["cycle"] for v in q["per_vl"].values() if not v["deadlock_free"]]
         free, cycle = not vl_cycles, (vl_cycles[0] if vl_cycles else None)
@@ -29,20 +31,25 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
         free, cycle = dead.deadlock_free, dead.cycle
     bal = check_balance(walk)
     ebb = effective_bisection_bandwidth(walk, ebb_samples) if ebb_samples else {}
+    whole = fabric_ebb(walk, ebb_samples) if ebb_samples and len(ebb) > 1 else (next(iter(ebb.values())) if ebb else None)
     return {
         "plane": tables.subnet.plane,
         "engine": tables.engine,
         "reachable": reach.reachable,
         "deadlock_free": free,
-        "deadlock_free_single_vl": dead.deadlock_free,
+        "deadlock_free_single_vl": dead.deadlock_free if layers is None else check_deadlock(walk).deadlock_free,
+        "cross_zone_vls": layers is not None,
         "cycle": cycle,
         "qos": q,
         "balance": bal.as_dict(),
         "ebb": round(sum(ebb.values()) / len(ebb), 4) if ebb else None,
         "ebb_by_zone": ebb,
+        "ebb_fabric": whole,
+        "warnings": list(tables.warnings),
         "reachability": reach.as_dict(),
         "deadlock": {"channels": dead.channels, "dependencies": dead.dependencies,
-                     "ca_to_ca_deadlock_free": check_deadlock(walk, "ca").deadlock_free if not dead.deadlock_free else True},
+                     "ca_to_ca_deadlock_free": check_deadlock(walk, "ca", layers=layers).deadlock_free
+                     if not dead.deadlock_free else True},
     }
 
 

@@ -94,6 +94,16 @@ class MissingLink(Strict):
     up_port: int = Field(ge=0, description="0-based up-link index u: leaf port leaf_down+1+u, to spine u mod spines")
 
 
+class MissingSwitch(Strict):
+    """A switch of the design that is down (failed, out for repair, not yet installed): every link
+    it has counts as missing, and anything cabled only to it is cut off."""
+
+    role: Literal["leaf", "spine", "core"] = Field(description="layer of the switch")
+    index: int = Field(ge=0, description="index within its layer in the zone (0-based; leaves and spines "
+                       "pod-major for three layers)")
+    plane: int = Field(0, ge=0, description="plane of the switch (multi-plane fabrics)")
+
+
 class FatTree2(Strict):
     """A two-layer fat tree: every leaf cabled to every spine with leaf_up / spines links."""
 
@@ -106,6 +116,7 @@ class FatTree2(Strict):
     leaf_up: PositiveInt = Field(description="leaf ports facing spines; a multiple of spines")
     oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
     missing_links: list[MissingLink] = Field(default_factory=list, description="leaf up-links not cabled")
+    missing_switches: list[MissingSwitch] = Field(default_factory=list, description="switches that are down")
 
     @property
     def edge_switches(self) -> int:
@@ -132,6 +143,7 @@ class FatTree3(Strict):
     spine_up: PositiveInt = Field(description="spine ports facing cores; a multiple of cores / spines_per_pod")
     oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
     missing_links: list[MissingLink] = Field(default_factory=list, description="leaf up-links not cabled")
+    missing_switches: list[MissingSwitch] = Field(default_factory=list, description="switches that are down")
 
     @property
     def edge_switches(self) -> int:
@@ -281,6 +293,8 @@ class Model(Strict):
     naming: SwitchNaming = Field(default_factory=SwitchNaming, description="switch naming patterns")
     cabling: Cabling | None = Field(None, description="what the cabling sheets need: site and cable catalogue")
     qos: Qos | None = Field(None, description="traffic classes: SL/VL and arbitration (InfiniBand), DSCP/PFC/ETS (RoCE)")
+    relayout: bool = Field(False, description="place everything by policy, ignoring the lock file: devices may change "
+                           "rack, RU, leaf or port and LIDs may be renumbered, and `loom diff` accepts that churn")
 
     @property
     def plane_count(self) -> int:

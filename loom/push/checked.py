@@ -15,7 +15,7 @@ from loom.checks import check_tables
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 from loom.qos import plan_qos
-from loom.render.opensm import guid2lid, tables_from_dump
+from loom.render.opensm import DumpMismatch, guid2lid, match_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import subnet
 from loom.routing.base import Tables
 
@@ -83,8 +83,8 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
     except ModelError as exc:
         raise PlanError(f"{where}: its model {model} is no longer valid ({exc}); run `loom validate {model}`") from None
     try:
-        tables = tables_from_dump(subnet(fabric, 0), want, "plan")
-    except (ValueError, KeyError, IndexError) as exc:
+        tables = _tables_of(fabric, want, "plan")
+    except DumpMismatch as exc:
         raise PlanError(f"{where}: desired_lfts do not fit the fabric of {model} ({exc}); run `loom plan` again") from None
     qos = plan_qos(fabric.model)
     failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
@@ -101,7 +101,14 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
 def check_input_file(fabric: Fabric, text: str) -> list[str]:
     """Failing checks of an OpenSM input file found on disk (start-up after a crash)."""
     try:
-        tables = tables_from_dump(subnet(fabric, 0), text, "input file")
-    except (ValueError, KeyError, IndexError) as exc:
-        return [f"readability ({exc})"]
+        tables = _tables_of(fabric, text, "input file")
+    except DumpMismatch as exc:
+        return [f"fit to the model ({exc})"]
     return failing_checks(check_tables(tables, ebb_samples=0, qos=plan_qos(fabric.model)))
+
+
+def _tables_of(fabric: Fabric, text: str, engine: str) -> Tables:
+    """Tables of a dump that must be this fabric's (its switches and LIDs), else DumpMismatch."""
+    sn = subnet(fabric, 0)
+    match_dump(sn, parse_lfts_dump(text), text)
+    return tables_from_dump(sn, text, engine)

@@ -23,13 +23,14 @@ class Tables:
     subnet: Subnet
     lft: np.ndarray  # uint8 [switches, max_lid + 1]
     engine: str
+    warnings: tuple[str, ...] = ()  # what the engine could not route as designed (parts cut off)
 
     def with_entries(self, changes: dict[tuple[int, int], int]) -> "Tables":
         """A copy with some entries replaced: {(switch, lid): port}. Used to plant faults in tests."""
         lft = self.lft.copy()
         for (sw, lid), port in changes.items():
             lft[sw, lid] = port
-        return Tables(self.subnet, lft, self.engine + "+edited")
+        return Tables(self.subnet, lft, self.engine + "+edited", self.warnings)
 
 
 class RoutingError(Exception):
