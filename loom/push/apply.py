@@ -163,7 +163,7 @@ def _apply_locked(plan: dict, d: Daemons, context: dict, timeout: float, progres
     previous = {"lfts": _read_or_none(d.lfts_file), "conf": current_conf, "guid2lid": _read_or_none(d.guid2lid_file)}
     back_conf = restore_conf(plan["fabric"], current_conf, q["desired_conf"])
     try:
-        journal.begin({**context, "model": plan["model"], "pid": audit.who()["pid"],
+        journal.begin({**context, "model": plan["model"], "pid": audit.who()["pid"], "desired_lfts": plan["desired_lfts"],
                        "previous_files": {k: pack(v) if v is not None else None for k, v in previous.items()},
                        "restore_conf": back_conf, "previous_live": plan["previous_lfts"]})
     except OSError as exc:
@@ -227,8 +227,10 @@ def _read_or_none(path: Path) -> str | None:
 
 
 def _finish(d: Daemons, j: dict, journal: Journal) -> None:
-    """Record what is now live as loom's, then drop the journal."""
+    """Record what is now live as loom's (its digest and the tables, the next plan's routing
+    hint), then drop the journal."""
     write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
+                      d.dir / "last-applied.lfts": unpack(j["desired_lfts"]),
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None})
     journal.clear()
 

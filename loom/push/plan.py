@@ -84,7 +84,7 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
     live_text = daemons.dump_fts()
     live_sha = digest_live(live_text)
     live = tables_from_dump(subnet(fabric, 0), live_text, "live")
-    tables = settled_route(fabric, live)
+    tables = settled_route(fabric, _last_applied(daemons, fabric) or live)
     qos = plan_qos(fabric.model)
     failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
     if failed:
@@ -117,6 +117,19 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
         "guid2lid": guid2lid(tables),
     }
     return {**plan, "plan_sha256": content_digest(plan)}
+
+
+def _last_applied(daemons: Daemons, fabric: Fabric) -> Tables | None:
+    """The tables loom applied last (`last-applied.lfts`, when its digest is the recorded one).
+    Routing keeps *these* choices, not the live ones: a hand edit on a switch or in OpenSM's
+    input file is drift to undo (the model wins), not a choice to keep."""
+    last, copy = daemons.dir / "last-applied.sha256", daemons.dir / "last-applied.lfts"
+    if not (last.exists() and copy.exists()):
+        return None
+    text = copy.read_text()
+    if digest_live(text) != last.read_text().strip():
+        return None
+    return tables_from_dump(subnet(fabric, 0), text, "last applied")
 
 
 def _plan_qos(fabric: Fabric, sn, qos, daemons: Daemons) -> dict:
