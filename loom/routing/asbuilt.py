@@ -47,9 +47,13 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
         used = carried(sn, lft, lids)
         full = np.zeros(lft.shape, bool)
         full[:, lids] = used
+        downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
         for x in np.flatnonzero(ud.live & (ud.layer == lay)):
             prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
-            down = _down_loads(ud, lft, full, target[ud.zone[x]], lids) if lay == 0 else None
+            z = int(ud.zone[x])
+            if lay == 0 and z not in downs:
+                downs[z] = _down_loads(ud, lft, full, target[z], lids)
+            down = downs.get(z) if lay == 0 else None
             for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
                 if group.direction == direction:
                     rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])

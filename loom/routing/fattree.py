@@ -168,24 +168,28 @@ def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switc
 
 
 def _unshare(u: np.ndarray, role: np.ndarray, home: np.ndarray, used: np.ndarray, by_lid: np.ndarray) -> np.ndarray:
-    """Where two destinations of one leaf share an index (one spine link into that leaf carries
-    both), swap one's index with a destination of the same role elsewhere that takes none of
-    its leaf's indices: counts per role and per index stay as they are."""
+    """Where more destinations of one leaf share an index than the leaf's fair share
+    ceil(its destinations / indices) (one spine link into that leaf carries them all), swap one's
+    index with a destination of the same role elsewhere whose leaf has room at the other index:
+    counts per role and per index stay as they are."""
+    n = used.shape[1]
+    cap = -(-used.sum(axis=1) // n)
+    order = np.empty(len(u), np.int64)
+    order[by_lid] = np.arange(len(u))
     for i in by_lid:
-        if used[home[i], u[i]] < 2:
+        a, h = u[i], home[i]
+        if used[h, a] <= cap[h]:
             continue
-        a = u[i]
-        for j in by_lid:
-            b = u[j]
-            if j == i or role[j] != role[i] or b == a or home[j] == home[i]:
-                continue
-            if used[home[i], b] == 0 and used[home[j], a] == 0:
-                u[i], u[j] = b, a
-                used[home[i], a] -= 1
-                used[home[i], b] += 1
-                used[home[j], b] -= 1
-                used[home[j], a] += 1
-                break
+        ok = (role == role[i]) & (u != a) & (home != h) & (used[h, u] < cap[h]) & (used[home, a] < cap[home])
+        if not ok.any():
+            continue
+        j = int(np.flatnonzero(ok)[np.argmin(order[ok])])
+        b = u[j]
+        u[i], u[j] = b, a
+        used[h, a] -= 1
+        used[h, b] += 1
+        used[home[j], b] -= 1
+        used[home[j], a] += 1
     return u
 
 

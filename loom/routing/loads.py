@@ -258,23 +258,50 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
             seen += 1
             if best[0] == 0 or seen >= 64:
                 break
-        if best is None:
+        moves = [best[1:]] if best is not None else _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r,
+                                                           order, lambda i, j: 0 if down is None else
+                                                           int(down.cost(peers[[j]], int(group.lids[i]))[0]))
+        if not moves:
             return False
-        _, i, j = best
-        c, r = chosen[i], roles[i]
-        load[c] -= 1
-        load_r[r, c] -= 1
-        load[j] += 1
-        load_r[r, j] += 1
-        chosen[i] = j
-        if down is not None:
-            down.take(int(peers[j]), int(group.lids[i]))
+        for i, j in moves:
+            c, r = chosen[i], roles[i]
+            load[c] -= 1
+            load_r[r, c] -= 1
+            load[j] += 1
+            load_r[r, j] += 1
+            chosen[i] = j
+            if down is not None:
+                down.take(int(peers[j]), int(group.lids[i]))
     else:
         return False
     changed = chosen != group.chosen
     lft[group.switch, group.lids[changed]] = group.ports[chosen[changed]]
     group.chosen = chosen
     return True
+
+
+def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, cost) -> list[tuple[int, int]]:
+    """Two moves where one cannot do: i leaves an over-full port for a port j that is full in
+    total but has room for i's role, and some k of another role leaves j for a port with room;
+    the first pair that crowds nothing one level up (`cost`), else the first pair."""
+    first = []
+    for i in order:
+        c, r = chosen[i], roles[i]
+        if not (over[c] or over_r[r, c]):
+            continue
+        for j in np.flatnonzero(allowed[i] & (load_r[r] < cap_r[r])):
+            if j == c:
+                continue
+            for k in np.flatnonzero((chosen == j) & (roles != r)):
+                rk = roles[k]
+                room = allowed[k] & (load < bound) & (load_r[rk] < cap_r[rk])
+                room[j] = False
+                for m in np.flatnonzero(room):
+                    pair = [(int(k), int(m)), (int(i), int(j))]
+                    if cost(i, j) + cost(k, m) == 0:
+                        return pair
+                    first = first or pair
+    return first
 
 
 def _keys(group: PortGroup, priority: np.ndarray) -> np.ndarray:
