@@ -5,6 +5,7 @@
     3. nodes        node groups placed on leaves (spread or contiguous), NIC ports cabled
     4. identities   GUIDs and LIDs (InfiniBand); loopbacks, ASNs, /31s (Ethernet)
     5. layout       rows, racks and rack units
+    6. names        every switch, node, NIC and rack name safe and unique (`names.py`)
 
 Every step reads and extends one `Draft`; `expand` freezes it into a `Fabric`.  The order of
 everything is fixed by the model's order, so the same model gives a byte-identical fabric.
@@ -23,6 +24,7 @@ from loom.model.schema import SPEEDS_GBPS, Model
 
 from .fabric import CABLE_KINDS, HOST, SWITCH, Cables, Fabric, HostPort, Node, Switch
 from .layout import place_racks
+from .names import check_names
 from .topologies import build_zone
 
 OUI = 0x0002C9  # Mellanox/NVIDIA OUI, the top 24 bits of every GUID Loom makes
@@ -223,7 +225,7 @@ def plane_subnets(model: Model, planes: np.ndarray, p2p: int) -> np.ndarray:
     return out
 
 
-STEPS = (step_switches, step_inter_zone, step_nodes, step_identities, place_racks)
+STEPS = (step_switches, step_inter_zone, step_nodes, step_identities, place_racks, check_names)
 
 
 def expand(model: Model) -> Fabric:

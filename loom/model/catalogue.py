@@ -4,21 +4,23 @@ their part numbers.  A separate YAML file (`cabling.catalogue`), validated like 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
 from .errors import ModelError, Problem
+from .names import Label
 from .schema import Speed, Strict
 
 
 class Medium(Strict):
-    kind: str = Field(description="DAC, AOC or fiber")
-    description: str = Field("", description="free text for the bill of materials")
+    kind: Label = Field(description="DAC, AOC or fiber")
+    description: Label | Literal[""] = Field("", description="free text for the bill of materials")
     speeds: list[Speed] = Field(min_length=1, description="link speeds this medium carries")
-    max_m: float = Field(gt=0, description="longest run this medium allows")
-    lengths: dict[float, str] = Field(min_length=1, description="sold length in metres → part number")
-    transceiver: str | None = Field(None, description="transceiver part (two per cable) for fibre runs")
-    fiber: str | None = Field(None, description="fibre type, e.g. OM4 MPO-12")
+    max_m: float = Field(gt=0, le=10_000, description="longest run this medium allows")
+    lengths: dict[Annotated[float, Field(gt=0, le=10_000)], Label] = Field(min_length=1, max_length=256, description="sold length in metres → part number")
+    transceiver: Label | None = Field(None, description="transceiver part (two per cable) for fibre runs")
+    fiber: Label | None = Field(None, description="fibre type, e.g. OM4 MPO-12")
 
     @field_validator("lengths")
     @classmethod
@@ -27,7 +29,7 @@ class Medium(Strict):
 
 
 class Catalogue(Strict):
-    media: list[Medium] = Field(min_length=1, description="media, tried in order")
+    media: list[Medium] = Field(min_length=1, max_length=64, description="media, tried in order")
 
 
 def load_catalogue(model_path: Path, relative: str) -> Catalogue:

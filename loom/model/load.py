@@ -157,6 +157,7 @@ def locate(path: str | Path, error: ModelError) -> ModelError:
 
 def load_model(path: str | Path) -> Model:
     """Read, parse and fully validate a model file; raise `ModelError` listing every problem."""
+    from .limits import check_limits
     from .rules import check_rules
 
     file = str(path)
@@ -175,7 +176,8 @@ def load_model(path: str | Path) -> Model:
         model = Model.model_validate(data)
     except ValidationError as exc:
         raise ModelError(file, _pydantic_problems(exc, lines)) from None
-    problems = [Problem(path_str(f.loc), f.message, f.fix, lines.line(f.loc)) for f in check_rules(model)]
+    findings = check_limits(model) or check_rules(model)  # the rules are bounded only within the limits
+    problems = [Problem(path_str(f.loc), f.message, f.fix, lines.line(f.loc)) for f in findings]
     if problems:
         raise ModelError(file, problems)
     return model

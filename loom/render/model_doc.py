@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
-from typing import get_args
+import types
+from typing import Annotated, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -36,9 +36,18 @@ SECTIONS = [
 
 
 def _type(annotation) -> str:
-    text = str(annotation) if get_args(annotation) else getattr(annotation, "__name__", str(annotation))
-    text = re.sub(r"Annotated\[(.*?), FieldInfo\(.*?\)\]", r"\1", text)
-    return text.replace("typing.", "").replace("loom.model.schema.", "").replace("|", "or")
+    """A field's type as a reader writes it: constraints dropped, `X or None` for optionals."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _type(args[0])
+    if origin is Literal:
+        return f"Literal[{', '.join(repr(a) for a in args)}]"
+    if origin in (Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        return f"{_type(rest[0])} or None" if len(rest) == 1 else f"Union[{', '.join(map(_type, rest))}]"
+    if args:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(map(_type, args))}]"
+    return getattr(annotation, "__name__", str(annotation))
 
 
 def model_reference() -> str:
