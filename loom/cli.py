@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from loom.expand import Fabric, load_fabric
@@ -32,26 +33,49 @@ def _fabric(path: Path) -> Fabric:
 
 
 def _print_model_error(path: Path, exc: ModelError) -> None:
-    err.print(f"[red]error:[/red] {path} is not a valid model", highlight=False)
+    err.print(f"[red]error:[/red] {escape(str(path))} is not a valid model", highlight=False)
     for p in exc.problems:
         err.print(p.render(str(path)), highlight=False, markup=False)
 
 
-def _write(path: Path, data: str) -> None:
+def _write(path: Path, data: str | bytes) -> None:
     from loom.push.files import write_atomic
 
     try:
         write_atomic(path, data)
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot write {path}: {exc.strerror}", highlight=False)
+        err.print(f"[red]error:[/red] cannot write {escape(str(path))}: {exc.strerror}", highlight=False)
         raise typer.Exit(1) from None
+
+
+def _write_under(root: Path, rel: str, data: str) -> None:
+    """Write `root/rel`, refusing any `rel` that resolves outside `root` (names are checked when
+    the model loads; this is the last line of defence)."""
+    from loom.model.names import PathEscape, inside
+
+    try:
+        path = inside(root, rel)
+    except PathEscape as exc:
+        raise _input_error(exc) from None
+    _write(path, data)
+
+
+def _print_error(exc: Exception) -> None:
+    """`error: <message>`; the message may quote user input, so it is printed without markup."""
+    err.print("[red]error:[/red] ", end="")
+    err.print(str(exc), highlight=False, markup=False)
+
+
+def _input_error(exc: Exception, code: int = 1) -> typer.Exit:
+    _print_error(exc)
+    return typer.Exit(code)
 
 
 @app.command()
 def validate(model: Path = MODEL_ARG) -> None:
     """Check a model: schema, references, port budgets, speeds. Exit 0 if valid, 1 if not."""
     m = _fabric(model).model
-    out.print(f"{model}: valid ({m.name}, {m.technology})", highlight=False)
+    out.print(f"{model}: valid ({m.name}, {m.technology})", highlight=False, markup=False)
 
 
 @app.command()
@@ -95,7 +119,7 @@ def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--ou
     from loom.render.fabric_json import fabric_json
 
     _write(out_file, fabric_json(_fabric(model)))
-    out.print(f"wrote {out_file}", highlight=False)
+    out.print(f"wrote {out_file}", highlight=False, markup=False)
 
 
 def _route(model: Path, engine: str):
@@ -105,7 +129,7 @@ def _route(model: Path, engine: str):
     try:
         return fabric, route(fabric, engine)
     except RoutingError as exc:
-        err.print(f"[red]error:[/red] {model}: {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(model))}: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -134,12 +158,12 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
         })
     _write(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     out.print(f"routed {fabric.name} with {engine}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
-              f"on {sum(p['switches'] for p in summary['planes'])} switches → {out_dir}", highlight=False)
+              f"on {sum(p['switches'] for p in summary['planes'])} switches → {out_dir}", highlight=False, markup=False)
 
 
 @app.command()
 def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
-          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, help="random bisections for eBB"),
+          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, min=0, max=10_000, help="random bisections for eBB"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
                                            "file of the model's subnet) instead of routing the model")) -> None:
     """Route and check: reachability, deadlock freedom, balance against the lower bound, eBB.
@@ -153,16 +177,14 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
     if lfts is None:
         fabric, tables = _route(model, engine)
     else:
-        from loom.render.opensm import tables_from_dump
+        from loom.inputs import InputError, read_lft_dump
         from loom.routing import subnet
 
         fabric = _fabric(model)
         try:
-            text = lfts.read_text()
-        except OSError as exc:
-            err.print(f"[red]error:[/red] cannot read {lfts}: {exc.strerror}", highlight=False)
-            raise typer.Exit(1) from None
-        tables = [tables_from_dump(subnet(fabric, 0), text, f"file {lfts.name}")]
+            tables = [read_lft_dump(lfts, subnet(fabric, 0), f"file {lfts.name}")]
+        except InputError as exc:
+            raise _input_error(exc) from None
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
     ok = all(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] and (p["qos"] is None or p["qos"]["ok"])
@@ -229,24 +251,36 @@ def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for
 
     for name, text in (("model.md", model_reference()), ("cabling.md", columns_doc())):
         _write(out_dir / name, text)
-        out.print(f"wrote {out_dir / name}", highlight=False)
+        out.print(f"wrote {out_dir / name}", highlight=False, markup=False)
 
 
 def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: str) -> tuple[Path, str]:
     """The model file of one side of a diff: a file, a git revision of MODEL, or MODEL itself."""
     import subprocess
 
+    from loom.inputs import InputError, git_revision
+
     if file is not None:
         return file, str(file)
     if rev is None:
         return model, "working tree"
+    try:
+        git_revision(rev)
+    except InputError as exc:
+        raise _DiffError(str(exc)) from None
+    if not model.resolve().parent.is_dir():
+        raise _DiffError(f"{model}: no such directory; give the path of the model in the repository")
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=model.resolve().parent, capture_output=True, text=True)
     if top.returncode != 0:
         raise _DiffError(f"{model} is not in a git repository; use --{label}-file")
     rel = model.resolve().relative_to(top.stdout.strip())
-    show = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=top.stdout.strip(), capture_output=True)
+    sha = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+                         cwd=top.stdout.strip(), capture_output=True, text=True)
+    if sha.returncode != 0:
+        raise _DiffError(f"{rev} is not a commit of the repository holding {model}")
+    show = subprocess.run(["git", "show", f"{sha.stdout.strip()}:{rel}"], cwd=top.stdout.strip(), capture_output=True)
     if show.returncode != 0:
-        raise _DiffError(f"cannot read {rel} at revision {rev}: {show.stderr.decode().strip()}")
+        raise _DiffError(f"cannot read {rel} at revision {rev}: {show.stderr.decode(errors='replace').strip()}")
     path = tmp / f"{label}-{model.name}"
     path.write_bytes(show.stdout)
     return path, f"{rev}"
@@ -276,7 +310,7 @@ def diff_cmd(
     from loom.render.diff_report import markdown, summary
 
     if fmt not in ("text", "markdown", "json"):
-        err.print(f"[red]error:[/red] --format must be text, markdown or json, not {fmt}")
+        err.print(f"[red]error:[/red] --format must be text, markdown or json, not {escape(str(fmt))}")
         raise typer.Exit(2)
     if base is None and base_file is None:
         err.print("[red]error:[/red] give --base REV or --base-file FILE")
@@ -288,7 +322,7 @@ def diff_cmd(
                 path, name = _model_at(model, rev, file, Path(tmp), label)
                 sides.append(evaluate(name, load_fabric(path), hint=sides[0] if sides else None))
             except _DiffError as exc:
-                err.print(f"[red]error:[/red] {exc}", highlight=False)
+                _print_error(exc)
                 raise typer.Exit(2) from None
             except ModelError as exc:
                 err.print(f"[red]error:[/red] the {label} model is not valid", highlight=False)
@@ -309,7 +343,7 @@ def _cable_plan(path: Path, fabric: Fabric):
 
     m = fabric.model
     if m.cabling is None:
-        err.print(f"[red]error:[/red] {path}: the model has no `cabling:` section\n"
+        err.print(f"[red]error:[/red] {escape(str(path))}: the model has no `cabling:` section\n"
                   "  fix: add cabling: {site: <name>, catalogue: catalogue/nvidia-hdr.yaml}", highlight=False)
         raise typer.Exit(1)
     try:
@@ -344,7 +378,7 @@ def cabling(
             try:
                 old_p, _ = _model_at(new_p, base, None, Path(tmpdir.name), "base")
             except _DiffError as exc:
-                err.print(f"[red]error:[/red] {exc}", highlight=False)
+                _print_error(exc)
                 raise typer.Exit(1) from None
             (Path(tmpdir.name) / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
         else:
@@ -376,19 +410,17 @@ def cabling(
             if out_file is None:
                 err.print("[red]error:[/red] --format xlsx needs --out FILE")
                 raise typer.Exit(2)
-            from loom.push.files import write_atomic
-
-            write_atomic(out_file, to_xlsx(fabric, plan))
-            out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False)
+            _write(out_file, to_xlsx(fabric, plan))
+            out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False, markup=False)
             return
         else:
-            err.print(f"[red]error:[/red] --format must be csv, xlsx or html, not {fmt}")
+            err.print(f"[red]error:[/red] --format must be csv, xlsx or html, not {escape(str(fmt))}")
             raise typer.Exit(2)
     if out_file is None:
         sys.stdout.write(text)
     else:
         _write(out_file, text)
-        out.print(f"wrote {out_file}", highlight=False)
+        out.print(f"wrote {out_file}", highlight=False, markup=False)
 
 
 @app.command()
@@ -402,7 +434,7 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
 
     fabric, tables = _route(model, "fattree")
     if fabric.technology != "ethernet":
-        err.print(f"[red]error:[/red] {model} is {fabric.technology}: switch configs are for Ethernet planes "
+        err.print(f"[red]error:[/red] {escape(str(model))} is {fabric.technology}: switch configs are for Ethernet planes "
                   "(InfiniBand gets `loom route`)", highlight=False)
         raise typer.Exit(1)
     links_of = all_switch_links(fabric)
@@ -413,14 +445,14 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
             name = t.subnet.name(row)
             if fnmatch(name, only):
                 for fname, text in switch_config(t, row, prefixes, links_of).items():
-                    _write(out_dir / "switches" / name / fname, text)
+                    _write_under(out_dir, f"switches/{name}/{fname}", text)
                 written += 1
     for node in fabric.nodes:
         if fnmatch(node.name, only):
             for fname, text in host_config(fabric, node.index).items():
-                _write(out_dir / "hosts" / node.name / fname, text)
+                _write_under(out_dir, f"hosts/{node.name}/{fname}", text)
             written += 1
-    out.print(f"wrote configs of {written} devices under {out_dir}", highlight=False)
+    out.print(f"wrote configs of {written} devices under {out_dir}", highlight=False, markup=False)
 
 
 @app.command("inventory")
@@ -433,8 +465,8 @@ def inventory_cmd(model: Path = MODEL_ARG, out_dir: Path | None = typer.Option(N
     out_dir = out_dir or Path("inventory") / fabric.name
     files = inventory(fabric)
     for rel, text in files.items():
-        _write(out_dir / rel, text)
-    out.print(f"wrote {len(files)} inventory files under {out_dir}", highlight=False)
+        _write_under(out_dir, rel, text)
+    out.print(f"wrote {len(files)} inventory files under {out_dir}", highlight=False, markup=False)
 
 
 host_app = typer.Typer(no_args_is_help=True, help="Host settings: derivation and checks against gathered facts.")
@@ -450,13 +482,13 @@ def host_check(model: Path = MODEL_ARG, host: str = typer.Option(..., "--host", 
 
     fabric = _fabric(model)
     if host not in fabric.node_index:
-        err.print(f"[red]error:[/red] {model} has no node named {host}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(model))} has no node named {escape(str(host))}", highlight=False)
         raise typer.Exit(2)
     node = fabric.nodes[fabric.node_index[host]]
     try:
         problems = check_host(fabric.model, node.node_type, read_facts(facts))
     except FactsError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _print_error(exc)
         raise typer.Exit(2) from None
     if as_json:
         sys.stdout.write(json.dumps({"host": host, "node_type": node.node_type, "ok": not problems, "mismatches": problems}, indent=2) + "\n")
@@ -507,7 +539,7 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     try:
         what = _phase("sim up", d.start, fabric, guid2lid(tables), conf)
     except SimError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _print_error(exc)
         raise typer.Exit(1) from None
     s = d.status()
     out.print(f"{fabric.name}: {what} — ibsim pid {s['ibsim']['pid']}, OpenSM pid {s['opensm']['pid']} on "
@@ -554,7 +586,7 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     try:
         p = _phase("read live + route + check + diff", make_plan, model, fabric, d)
     except (PlanError, SimError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _print_error(exc)
         raise typer.Exit(1) from None
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
@@ -614,7 +646,7 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
         p = read_plan(plan_file)
         res = apply_plan(p, plan_file, progress=lambda s: err.print(f"  {s}", highlight=False))
     except (PlanError, SimError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _print_error(exc)
         raise typer.Exit(1) from None
     for name, secs in res.phases.items():
         err.print(f"  {name}: {secs:.2f}s", highlight=False)

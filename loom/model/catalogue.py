@@ -33,18 +33,21 @@ class Catalogue(Strict):
 
 
 def load_catalogue(model_path: Path, relative: str) -> Catalogue:
-    """Load the catalogue named by a model (path relative to the model file)."""
-    import yaml
+    """Load the catalogue named by a model (path relative to the model file, under the model's
+    directory or `topology/`); errors name the field, never quote the file's content."""
     from pydantic import ValidationError
 
-    path = (Path(model_path).parent / relative).resolve()
+    from loom.inputs import InputError, catalogue_path, read_catalogue_data
+
     try:
-        data = yaml.safe_load(path.read_text())
-        return Catalogue.model_validate(data)
-    except OSError as exc:
-        raise ModelError(str(model_path), [Problem("cabling.catalogue", f"cannot read catalogue {path} ({exc.strerror})",
+        path = catalogue_path(model_path, relative)
+        data = read_catalogue_data(path)
+    except InputError as exc:
+        raise ModelError(str(model_path), [Problem("cabling.catalogue", f"cannot use the cable catalogue: {exc}",
                                                    "give a catalogue path relative to the model file")]) from None
-    except (yaml.YAMLError, ValidationError) as exc:
-        first = str(exc).splitlines()[0:3]
-        raise ModelError(str(path), [Problem("", f"not a valid cable catalogue: {' '.join(first)}",
+    try:
+        return Catalogue.model_validate(data)
+    except ValidationError as exc:
+        where = "; ".join(".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in exc.errors()[:3])
+        raise ModelError(str(path), [Problem("", f"not a valid cable catalogue: {where}",
                                              "see topology/catalogue/nvidia-hdr.yaml for the format")]) from None

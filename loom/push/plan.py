@@ -155,13 +155,13 @@ def has_changes(plan: dict) -> bool:
 
 
 def read_plan(path: Path) -> dict:
+    """A plan file, checked key by key before anything acts on it (`loom.inputs.read_plan_file`)."""
+    from loom.inputs import InputError, read_plan_file
+
     try:
-        plan = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise PlanError(f"cannot read plan {path}: {exc}; run `loom plan MODEL --out {path}`") from None
-    if plan.get("version") != PLAN_VERSION:
-        raise PlanError(f"{path} is not a loom plan of version {PLAN_VERSION}; make a new one with `loom plan`")
-    return plan
+        return read_plan_file(Path(path), PLAN_VERSION)
+    except InputError as exc:
+        raise PlanError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------- apply
