@@ -30,9 +30,9 @@ class InputError(Exception):
     """A file or value from the command line that cannot be used; the message says why and what to do."""
 
 
-def _text(path: Path, what: str) -> str:
+def _text(path: Path, what: str, tables: bool = False) -> str:
     try:
-        return read_text(path, what)
+        return read_text(path, what, tables)
     except ModelError as exc:
         p = exc.problems[0]
         raise InputError(f"{p.render(exc.file)}") from None
@@ -51,7 +51,7 @@ def read_lft_dump(path: Path, subnet, engine: str):
     header per switch, `0xLID PORT` entries under it, with ports the switch has."""
     from loom.routing.base import NO_ROUTE, Tables
 
-    text = _text(path, "LFT dump")
+    text = _text(path, "LFT dump", tables=True)
     row_of = {subnet.switch(r).guid: r for r in range(subnet.n)}
     lft = np.full((subnet.n, subnet.max_lid + 1), NO_ROUTE, dtype=np.uint8)
     current, seen = None, set()
@@ -150,7 +150,7 @@ def read_plan_file(path: Path, version: int) -> dict:
     import json
 
     fix = f"make a new plan with `loom plan MODEL --out {path}`"
-    text = _text(path, "plan")
+    text = _text(path, "plan", tables=True)
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:

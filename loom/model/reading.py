@@ -23,9 +23,13 @@ import yaml
 
 from .errors import ModelError, Problem
 
-#: Default cap on an input file's size; the environment variable overrides it (bytes).
+#: Caps on an input file's size (bytes), each overridden by its environment variable: models,
+#: catalogues and facts are small; forwarding-table dumps and plans grow with the fabric (the
+#: 32,768-GPU fabric's tables are ~100 MB per plane).
 MAX_BYTES_ENV = "LOOM_MAX_INPUT_BYTES"
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+MAX_TABLE_BYTES_ENV = "LOOM_MAX_TABLE_BYTES"
+DEFAULT_MAX_TABLE_BYTES = 1024 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -41,18 +45,20 @@ class YamlLimits:
 LIMITS = YamlLimits()
 
 
-def max_bytes() -> int:
-    raw = os.environ.get(MAX_BYTES_ENV, "")
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_BYTES
+def max_bytes(tables: bool = False) -> int:
+    env, default = (MAX_TABLE_BYTES_ENV, DEFAULT_MAX_TABLE_BYTES) if tables else (MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
+    raw = os.environ.get(env, "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else default
 
 
 def _refuse(file: str, message: str, fix: str, line: int | None = None) -> ModelError:
     return ModelError(file, [Problem("", message, fix, line)])
 
 
-def read_bytes(path: str | Path, what: str = "file") -> bytes:
-    """The bytes of a regular file of at most `max_bytes()`; anything else is refused, unread."""
-    file, cap = str(path), max_bytes()
+def read_bytes(path: str | Path, what: str = "file", tables: bool = False) -> bytes:
+    """The bytes of a regular file of at most `max_bytes(tables)`; anything else is refused, unread."""
+    file, cap = str(path), max_bytes(tables)
+    env = MAX_TABLE_BYTES_ENV if tables else MAX_BYTES_ENV
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
@@ -64,7 +70,7 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
             raise _refuse(file, f"the {what} is {kind}", f"give the path of a regular {what}")
         if info.st_size > cap:
             raise _refuse(file, f"the {what} is {info.st_size} bytes, more than the limit of {cap}",
-                          f"check it is the right file; raise the limit with {MAX_BYTES_ENV}=<bytes> if it is")
+                          f"check it is the right file; raise the limit with {env}=<bytes> if it is")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(cap + 1)
     except OSError as exc:
@@ -73,7 +79,7 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
         os.close(fd)
     if len(data) > cap:
         raise _refuse(file, f"the {what} grew past the limit of {cap} bytes while being read",
-                      f"give a file that is not being written to; raise the limit with {MAX_BYTES_ENV}=<bytes>")
+                      f"give a file that is not being written to; raise the limit with {env}=<bytes>")
     return data
 
 
@@ -102,9 +108,9 @@ def decode(file: str, data: bytes, what: str = "file") -> str:
     return text
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
+def read_text(path: str | Path, what: str = "file", tables: bool = False) -> str:
     """A bounded, regular, UTF-8 text file (see the module docstring)."""
-    return decode(str(path), read_bytes(path, what), what)
+    return decode(str(path), read_bytes(path, what, tables), what)
 
 
 # ------------------------------------------------------------------------------------- YAML
