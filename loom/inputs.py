@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from loom.model.catalogue import catalogue_path  # noqa: F401 - re-exported: catalogues are CLI-named files too
 from loom.model.errors import ModelError
 from loom.model.names import Name
 from loom.model.reading import load_yaml, read_text
@@ -183,17 +184,6 @@ def read_fact_files(directory: Path, names: dict[str, str]) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------ catalogues
-
-def catalogue_path(model_path: Path, relative: str) -> Path:
-    """The catalogue a model names, only from under the model's directory or `topology/`."""
-    base = Path(os.path.abspath(model_path)).parent
-    path = Path(os.path.normpath(base / relative))  # lexical: `..` cannot climb out, links the user made may
-    roots = [base, Path(__file__).resolve().parents[1] / "topology"]
-    if not any(path == r or r in path.parents for r in roots):
-        raise InputError(f"{model_path}: cabling.catalogue {relative!r} is outside the model's directory and topology/\n"
-                         "  fix: keep the catalogue beside the model (e.g. catalogue/nvidia-hdr.yaml)")
-    return path
-
 
 def read_catalogue_data(path: Path) -> object:
     try:

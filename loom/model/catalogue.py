@@ -3,6 +3,7 @@ their part numbers.  A separate YAML file (`cabling.catalogue`), validated like 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -32,19 +33,29 @@ class Catalogue(Strict):
     media: list[Medium] = Field(min_length=1, max_length=64, description="media, tried in order")
 
 
+def catalogue_path(model_path: Path, relative: str) -> Path:
+    """The catalogue a model names, only from under the model's directory or `topology/`."""
+    base = Path(os.path.abspath(model_path)).parent
+    path = Path(os.path.normpath(base / relative))  # lexical: `..` cannot climb out, links the user made may
+    roots = [base, Path(__file__).resolve().parents[2] / "topology"]
+    if not any(path == r or r in path.parents for r in roots):
+        raise ValueError(f"{relative[:80]!r} is outside the model's directory and topology/")
+    return path
+
+
 def load_catalogue(model_path: Path, relative: str) -> Catalogue:
     """Load the catalogue named by a model (path relative to the model file, under the model's
     directory or `topology/`); errors name the field, never quote the file's content."""
     from pydantic import ValidationError
 
-    from loom.inputs import InputError, catalogue_path, read_catalogue_data
+    from loom.inputs import InputError, read_catalogue_data
 
     try:
         path = catalogue_path(model_path, relative)
         data = read_catalogue_data(path)
-    except InputError as exc:
+    except (ValueError, InputError) as exc:
         raise ModelError(str(model_path), [Problem("cabling.catalogue", f"cannot use the cable catalogue: {exc}",
-                                                   "give a catalogue path relative to the model file")]) from None
+                                                   "give a catalogue path under the model's directory, e.g. catalogue/nvidia-hdr.yaml")]) from None
     try:
         return Catalogue.model_validate(data)
     except ValidationError as exc:

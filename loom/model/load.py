@@ -157,6 +157,7 @@ def locate(path: str | Path, error: ModelError) -> ModelError:
 
 def load_model(path: str | Path) -> Model:
     """Read, parse and fully validate a model file; raise `ModelError` listing every problem."""
+    from .catalogue import catalogue_path
     from .limits import check_limits
     from .rules import check_rules
 
@@ -178,6 +179,12 @@ def load_model(path: str | Path) -> Model:
         raise ModelError(file, _pydantic_problems(exc, lines)) from None
     findings = check_limits(model) or check_rules(model)  # the rules are bounded only within the limits
     problems = [Problem(path_str(f.loc), f.message, f.fix, lines.line(f.loc)) for f in findings]
+    if model.cabling is not None:
+        try:
+            catalogue_path(path, model.cabling.catalogue)
+        except ValueError as exc:
+            problems.append(Problem("cabling.catalogue", f"the cable catalogue {exc}",
+                                    "keep the catalogue beside the model, e.g. catalogue/nvidia-hdr.yaml", lines.line(("cabling", "catalogue"))))
     if problems:
         raise ModelError(file, problems)
     return model
