@@ -69,8 +69,10 @@ def _mutate(rng: random.Random, doc: dict) -> str:
     paths = [p for p in _paths(doc) if p]
     path = rng.choice(paths)
     value = _get(doc, path)
-    op = rng.choices(["delete", "retype", "swap", "extreme", "reference", "hostile", "duplicate", "nudge", "rename_key"],
-                     weights=[10, 8, 6, 12, 8, 12, 6, 20, 6])[0]
+    op = rng.choices(["delete", "retype", "swap", "extreme", "reference", "hostile", "duplicate", "nudge", "rename_key", "faults"],
+                     weights=[10, 8, 6, 12, 8, 12, 6, 20, 6, 12])[0]
+    if op == "faults":
+        return _faults(rng, doc)
     if op == "delete":
         parent = _get(doc, path[:-1])
         del parent[path[-1]]
@@ -117,6 +119,44 @@ def _mutate(rng: random.Random, doc: dict) -> str:
         parent[str(key) + rng.choice(["s", "_x", "2"])] = parent.pop(key)
         return f"rename_key {'.'.join(map(str, path + (key,)))}"
     return f"{op} {'.'.join(map(str, path))}"
+
+
+def _faults(rng: random.Random, doc: dict) -> str:
+    """What the floor does to a fabric: up-links missing (random ones, or every up-link of one
+    leaf), nodes pinned to chosen leaves, inter-zone links moved to chosen leaves."""
+    zones = [z for z in doc.get("zones", []) if isinstance(z, dict) and isinstance(z.get("leaf_up"), int)]
+    if not zones:
+        return "faults (skipped: no fat-tree zone)"
+    z = rng.choice(zones)
+    leaves = z.get("leaves", z.get("leaves_per_pod", 1) * z.get("pods", 1))
+    leaves = leaves if isinstance(leaves, int) and 0 < leaves < 10_000 else 4
+    what = rng.choice(["whole_leaf", "random_links", "pin", "inter_zone"])
+    if what == "whole_leaf":
+        leaf = rng.randrange(leaves)
+        z.setdefault("missing_links", []).extend({"leaf": leaf, "up_port": u} for u in range(min(z["leaf_up"], 256)))
+        return f"faults: every up-link of leaf {leaf} of zone {z.get('name')} missing"
+    if what == "random_links":
+        links = z.setdefault("missing_links", [])
+        for _ in range(rng.randrange(1, 6)):
+            links.append({"leaf": rng.randrange(leaves + 1), "up_port": rng.randrange(max(1, z["leaf_up"]) + 1)})
+        return f"faults: random up-links of zone {z.get('name')} missing"
+    groups = [g for g in doc.get("node_groups", []) if isinstance(g, dict)]
+    if what == "pin" and groups:
+        g = rng.choice(groups)
+        name = f"{g.get('name')}{rng.randrange(4):04d}" if "name_pattern" not in g else None
+        if name is None:
+            try:
+                name = str(g["name_pattern"]).format(group=g.get("name"), index=rng.randrange(4), zone=z.get("name"))
+            except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+                name = "nosuch"
+        g.setdefault("pinned", {})[name] = [rng.randrange(leaves + 1) for _ in range(rng.choice([1, 2, 2, 8]))]
+        return f"faults: {name} pinned"
+    links = doc.get("inter_zone_links") or []
+    if links and isinstance(links[0], dict) and isinstance(links[0].get("a"), dict):
+        n = links[0].get("count", 1)
+        links[0]["a"]["leaves"] = [rng.randrange(leaves + 1) for _ in range(n if isinstance(n, int) and 0 < n < 100 else 1)]
+        return "faults: inter-zone links moved"
+    return "faults (skipped)"
 
 
 def _mutate_text(rng: random.Random, text: str) -> tuple[str, str]:
