@@ -165,10 +165,13 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
           engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, min=0, max=10_000, help="random bisections for eBB"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
-                                           "file of the model's subnet) instead of routing the model")) -> None:
+                                           "file of the model's subnet) instead of routing the model"),
+          design_bound: bool = typer.Option(False, "--design-bound", help="also fail when any switch is above the "
+                                            "bound of the intact design (CI of design changes)")) -> None:
     """Route and check: reachability, deadlock freedom, balance against the lower bound, eBB.
 
-    Exit 0 only when every plane is reachable, deadlock-free and within the balance bound.
+    Exit 0 only when every plane is reachable, deadlock-free and every switch meets its
+    as-built balance bound (with --design-bound: the intact design's bound); 1 otherwise.
     With --lfts, the same checks run on tables from elsewhere: OpenSM's own dump, the live
     fabric's `dump_fts`, a hand-edited file."""
     from loom.checks import check_tables
@@ -187,7 +190,8 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
             raise _input_error(exc) from None
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
-    ok = all(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] and (p["qos"] is None or p["qos"]["ok"])
+    bound_key = "design_within_bound" if design_bound else "within_bound"
+    ok = all(p["reachable"] and p["deadlock_free"] and p["balance"][bound_key] and (p["qos"] is None or p["qos"]["ok"])
              for p in planes)
     report = {"fabric": fabric.name, "ok": ok, **planes[0]} if len(planes) == 1 else {"fabric": fabric.name, "ok": ok, "planes": planes}
     if as_json:
@@ -213,7 +217,13 @@ def _print_check(name: str, p: dict) -> None:
     b, r = p["balance"], p["reachability"]
     out.print(f"[bold]{name}[/bold] plane {p['plane']} ({p['engine']})")
     out.print(f"  reachable:      {verdict(p['reachable'])}  {r['ca_pairs']} CA-to-CA pairs, {r['unreachable_pairs']} unreachable, "
-              f"{r['loop_pairs']} looping, max {r['max_hops']} hops, {r['nonminimal_pairs']} non-minimal in-zone")
+              f"{r['loop_pairs']} looping, max {r['max_hops']} hops, {r['nonminimal_pairs']} non-minimal in-zone; "
+              f"{r['switch_pairs']} switch-to-LID pairs, {r['switch_unreachable']} unreachable")
+    for loop in r["loops"]:
+        out.print(f"    [red]forwarding loop:[/red] {loop}", highlight=False)
+    if r["cut_off"]:
+        out.print(f"    cut off (left out): {', '.join(r['cut_off'][:10])}" + (f" and {len(r['cut_off']) - 10} more" if len(r["cut_off"]) > 10 else ""),
+                  highlight=False)
     for e in r["examples"]:
         out.print(f"    {e}", highlight=False)
     out.print(f"  deadlock-free:  {verdict(p['deadlock_free'])}  {p['deadlock']['channels']} channels, "
@@ -231,16 +241,25 @@ def _print_check(name: str, p: dict) -> None:
         out.print("  credit loop:")
         for hop in p["cycle"]:
             out.print(f"    {hop}", highlight=False)
-    out.print(f"  balance:        {verdict(b['within_bound'])}  max {b['max_dest_per_up_port']} destinations per leaf up-port, "
-              f"lower bound {b['lower_bound']}, min {b['min_dest_per_up_port']}")
+    out.print(f"  balance:        {verdict(b['within_bound'])}  every switch at its as-built bound; "
+              f"design bound {'met' if b['design_within_bound'] else '[yellow]not met[/yellow] (degraded)'}")
+    out.print("    level        groups  max dest/port  over as-built  over design  max paths/port")
+    for level, f in b["levels"].items():
+        out.print(f"    {level:<12} {f['groups']:>6}  {f['max']:>13}  {f['over_bound']:>13}  {f['over_design_bound']:>11}  {f['max_paths']:>14}")
+    out.print(f"    leaf up-ports: max {b['max_dest_per_up_port']} destinations, as-built bound {b['lower_bound']}, "
+              f"design bound {b['design_bound']} (worst leaf), min {b['min_dest_per_up_port']}")
     for role, f in b["per_role"].items():
-        out.print(f"    {role:<11} max {f['max_dest_per_up_port']} / bound {f['lower_bound']}")
-    if b["spine_up"]:
-        out.print(f"    spine up    max {b['spine_up']['max_dest_per_up_port']} / bound {b['spine_up']['lower_bound']}")
+        out.print(f"    {role:<11} max {f['max_dest_per_up_port']} / as-built {f['lower_bound']} / design {f['design_bound']}"
+                  + (f"  [red]{f['over_bound']} leaves over[/red]" if f["over_bound"] else ""))
     if b["inter_zone"]:
         iz = b["inter_zone"]
         out.print(f"    inter-zone  max {iz['max_dest_per_link']} / bound {iz['lower_bound']} over {iz['links']} link directions")
-    out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items()))
+    for w in b["worst"]:
+        out.print(f"    [red]{w}[/red]", highlight=False)
+    out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items())
+              + (f"; whole fabric {p['ebb_fabric']}" if len(p["ebb_by_zone"]) > 1 else ""))
+    for w in p["warnings"]:
+        out.print(f"  [yellow]warning:[/yellow] {w}", highlight=False)
 
 
 @app.command()

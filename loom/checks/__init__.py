@@ -7,7 +7,7 @@ from loom.routing.base import Tables
 
 from .balance import check_balance
 from .deadlock import check_deadlock
-from .ebb import effective_bisection_bandwidth
+from .ebb import effective_bisection_bandwidth, fabric_ebb
 from .paths import Walk
 from .qos import check_qos
 from .reachability import check_reachability
@@ -29,6 +29,7 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
         free, cycle = dead.deadlock_free, dead.cycle
     bal = check_balance(walk)
     ebb = effective_bisection_bandwidth(walk, ebb_samples) if ebb_samples else {}
+    whole = fabric_ebb(walk, ebb_samples) if ebb_samples and len(ebb) > 1 else (next(iter(ebb.values())) if ebb else None)
     return {
         "plane": tables.subnet.plane,
         "engine": tables.engine,
@@ -40,6 +41,8 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
         "balance": bal.as_dict(),
         "ebb": round(sum(ebb.values()) / len(ebb), 4) if ebb else None,
         "ebb_by_zone": ebb,
+        "ebb_fabric": whole,
+        "warnings": list(tables.warnings),
         "reachability": reach.as_dict(),
         "deadlock": {"channels": dead.channels, "dependencies": dead.dependencies,
                      "ca_to_ca_deadlock_free": check_deadlock(walk, "ca").deadlock_free if not dead.deadlock_free else True},

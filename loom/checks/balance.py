@@ -1,13 +1,19 @@
 """Balance: how evenly the routing spreads destinations and CA-to-CA paths over switch ports.
 
-Figures (the ones `ibdiagnet -r` reports): destinations (LIDs) routed through each switch
-out-port, and CA-to-CA paths through each out-port.  For leaf up-ports the max is compared
-with the lower bound ceil(routed-up / up-ports) of the worst leaf: no destination-based routing
-can do better than spreading a leaf's routed-up destinations evenly over its up-ports.  The
-same figures are given per destination role (storage spread on its own, not only in total)
-and for inter-zone links.
-Cost: O(switches × LIDs) for the destination counts; O(switches × CA LIDs × path length) for
-the path counts.
+Figures (the ones `ibdiagnet -r` reports): destinations (LIDs) routed out of each switch port
+that CA traffic to them reaches (`loom.routing.loads.carried`), and CA-to-CA paths through it.  They are judged *per switch*, per group of interchangeable
+ports (`loom.routing.loads`: a leaf's up-ports; a spine's up-ports and its links down to one
+leaf; a core's links into one pod), at every level:
+- the *as-built bound* of a group is the least max-load any destination routing can reach on
+  the fabric as it stands (ceil(destinations / working ports) on an intact tree; an exact
+  flow bound where some destinations can use only part of the group);
+- the *design bound* is ceil(destinations / the ports the group has in the design): a missing
+  link shows as a loss against it.
+Every group must meet its as-built bound in total and for each destination role (storage
+spread on its own, not only in total); `design_within_bound` says whether it also meets the
+design's.  Inter-zone links are judged per direction against ceil(LIDs sent across / links).
+Cost: O(switches × LIDs) for the destination counts, a small flow per degraded group;
+O(switches × CA LIDs × path length) for the path counts.
 """
 
 from __future__ import annotations
@@ -16,33 +22,31 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from loom.routing.loads import PortGroup, carried, counting_bound, port_groups
 from loom.routing.subnet import LAYER, TO_SWITCH
+from loom.routing.updown import UpDown
 
 from .paths import Walk
 
 
-@dataclass
-class PortFigures:
-    max: int
-    min: int
-    lower_bound: int
-
-    @property
-    def at_bound(self) -> bool:
-        return self.max <= self.lower_bound
+LEVELS = {("leaf", "up"): "leaf_up", ("spine", "up"): "spine_up", ("spine", "down"): "spine_down",
+          ("core", "down"): "core_down", ("leaf", "down"): "leaf_down"}
 
 
 @dataclass
 class Balance:
-    max_dest_per_up_port: int
+    max_dest_per_up_port: int  # leaf up-ports, the figure ibdiagnet -r and ftree report
     min_dest_per_up_port: int
-    lower_bound: int
+    lower_bound: int  # as-built bound of the leaf group holding that max
+    design_bound: int  # the design's bound of that group
     per_role: dict[str, dict]
+    levels: dict[str, dict]  # leaf_up, spine_up, spine_down, core_down: figures per level
     spine_up: dict | None
     inter_zone: dict | None
     max_paths_per_up_port: int
     min_paths_per_up_port: int
-    within_bound: bool
+    within_bound: bool  # every group meets its as-built bound, in total and per role
+    design_within_bound: bool  # ... and its design bound
     worst: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -58,13 +62,77 @@ def up_ports(walk: Walk, layer: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def design_up_ports(sn) -> np.ndarray:
-    """Up-ports each switch has by design (leaf_up, spine_up), whether or not all are cabled:
-    the bound is that of the intact fabric, so a missing link shows as imbalance."""
+    """Up-ports each switch has by design (leaf_up, spine_up), whether or not all are cabled."""
     zones = {z.name: z for z in sn.fabric.model.zones}
     out = np.zeros(sn.n, np.int64)
     for i in range(sn.n):
         s, z = sn.switch(i), zones[sn.switch(i).zone]
         out[i] = getattr(z, "leaf_up", 0) if s.role == "leaf" else getattr(z, "spine_up", 0) if s.role == "spine" else 0
+    return out
+
+
+def _design_ports(sn, group: PortGroup) -> int:
+    """Ports the group has in the intact design: all up-ports, or the parallel links to one child."""
+    s = sn.switch(group.switch)
+    z = next(z for z in sn.fabric.model.zones if z.name == s.zone)
+    if group.direction == "up":
+        design = getattr(z, "leaf_up", 0) if s.role == "leaf" else getattr(z, "spine_up", 0)
+    elif s.role == "spine":
+        design = z.leaf_up // (getattr(z, "spines_per_pod", None) or z.spines)
+    else:
+        design = z.spine_up // (z.cores // z.spines_per_pod)
+    return max(design, len(group.ports))
+
+
+@dataclass
+class GroupFigures:
+    level: str
+    row: int
+    switch: str
+    ports: list[int]
+    loads: np.ndarray
+    bound: int
+    design: int
+    per_role: dict[str, tuple[int, int, int]]  # role: (max, as-built bound, design bound)
+
+    @property
+    def over(self) -> bool:
+        return self.loads.max() > self.bound or any(m > b for m, b, _ in self.per_role.values())
+
+    @property
+    def over_design(self) -> bool:
+        return self.loads.max() > self.design or any(m > d for m, _, d in self.per_role.values())
+
+
+def _exact(group: PortGroup, role: int | None) -> int:
+    """The as-built bound; the flow is solved only when the counting bound is not already met."""
+    quick = counting_bound(group.patterns, group.counts(role))
+    if group.legal() and group.loads(role).max(initial=0) <= quick:
+        return quick
+    return group.bound(role)
+
+
+def group_figures(walk: Walk) -> list[GroupFigures]:
+    """Figures of every port group of every live switch (see the module doc)."""
+    sn, lft = walk.tables.subnet, walk.tables.lft
+    ud = UpDown(sn)
+    lids = np.flatnonzero(ud.live_lids & np.isin(np.arange(sn.max_lid + 1), walk.valid_lids))
+    names = sorted({sn.lid_role(int(l)) for l in lids})
+    roles = np.zeros(sn.max_lid + 1, np.int64)
+    roles[lids] = [names.index(sn.lid_role(int(l))) for l in lids]
+    target = ud.targets(lft)
+    used = carried(sn, lft, lids)
+    out = []
+    for x in np.flatnonzero(ud.live):
+        for g in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
+            level = LEVELS.get((sn.switch(g.switch).role, g.direction))
+            if level is None:
+                continue
+            dports = _design_ports(sn, g)
+            per_role = {names[r]: (int(g.loads(r).max()), _exact(g, r), -(-int((g.roles == r).sum()) // dports))
+                        for r in np.unique(g.roles).tolist()}
+            out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), g.loads(), _exact(g, None),
+                                    -(-len(g.lids) // dports), per_role))
     return out
 
 
@@ -77,19 +145,6 @@ def leaf_port_loads(walk: Walk) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     per = np.bincount(rows, weights=loads, minlength=sn.n)
     nports = np.maximum(np.bincount(rows, minlength=sn.n), design_up_ports(sn))
     return rows, cols, loads, np.ceil(per[rows] / np.maximum(nports[rows], 1)).astype(np.int64)
-
-
-def _figures(counts: np.ndarray, rows: np.ndarray, cols: np.ndarray, design: np.ndarray) -> PortFigures | None:
-    """Max/min over the given ports and the lower bound: max over switches of
-    ceil(destinations routed up / up-ports of the design)."""
-    if len(rows) == 0:
-        return None
-    loads = counts[rows, cols]
-    per_switch = np.bincount(rows, weights=loads)
-    nports = np.maximum(np.bincount(rows), design[: len(per_switch)])
-    has = nports > 0
-    bound = int(np.max(np.ceil(per_switch[has] / nports[has])))
-    return PortFigures(int(loads.max()), int(loads.min()), bound)
 
 
 def dest_counts(walk: Walk, lids: np.ndarray) -> np.ndarray:
@@ -128,36 +183,46 @@ def path_counts(walk: Walk) -> np.ndarray:
 
 def check_balance(walk: Walk) -> Balance:
     sn = walk.tables.subnet
-    lids = walk.valid_lids
-    rows, cols = up_ports(walk, 0)
-    counts = dest_counts(walk, lids)
-    design = design_up_ports(sn)
-    total = _figures(counts, rows, cols, design)
-    if total is None:
-        total = PortFigures(0, 0, 0)
-    roles = np.array([sn.lid_role(int(l)) for l in lids])
+    groups = group_figures(walk)
+    paths = path_counts(walk)
+    levels = {}
+    for level in dict.fromkeys(g.level for g in groups):
+        mine = [g for g in groups if g.level == level]
+        top = max(mine, key=lambda g: (g.loads.max() - g.bound, g.loads.max()))
+        ports = [(g.row, p) for g in mine for p in g.ports]
+        pc = np.array([paths[r, p] for r, p in ports])
+        levels[level] = {
+            "groups": len(mine), "max": int(max(g.loads.max() for g in mine)), "min": int(min(g.loads.min() for g in mine)),
+            "worst_excess": int(top.loads.max() - top.bound), "over_bound": sum(g.over for g in mine),
+            "over_design_bound": sum(g.over_design for g in mine),
+            "max_paths": int(pc.max()), "min_paths": int(pc.min()),
+        }
+    leaf = [g for g in groups if g.level == "leaf_up"]
+    top = max(leaf, key=lambda g: (g.loads.max() - g.bound, g.loads.max()), default=None)
     per_role = {}
-    ok = total.at_bound
-    for role in sorted(set(roles.tolist())):
-        f = _figures(dest_counts(walk, lids[roles == role]), rows, cols, design)
-        if f:
-            per_role[role] = {"max_dest_per_up_port": f.max, "min_dest_per_up_port": f.min, "lower_bound": f.lower_bound}
-            ok &= f.at_bound
-    srows, scols = up_ports(walk, 1)
-    spine = _figures(counts, srows, scols, design)
-    spine_up = None
-    if spine:
-        spine_up = {"max_dest_per_up_port": spine.max, "min_dest_per_up_port": spine.min, "lower_bound": spine.lower_bound}
-        ok &= spine.at_bound
-    inter_zone = _inter_zone(walk, counts)
-    if inter_zone:
-        ok &= inter_zone["max_dest_per_link"] <= inter_zone["lower_bound"]
-    paths = path_counts(walk)[rows, cols] if len(rows) else np.zeros(1, np.int64)
-    worst = []
-    for r, c in sorted(zip(rows.tolist(), cols.tolist()), key=lambda rc: -counts[rc])[:3]:
-        worst.append(f"{sn.name(r)} port {c}: {int(counts[r, c])} destinations")
-    return Balance(total.max, total.min, total.lower_bound, per_role, spine_up, inter_zone,
-                   int(paths.max()), int(paths.min()), bool(ok), worst)
+    for role in sorted({r for g in leaf for r in g.per_role}):
+        have = [g for g in leaf if role in g.per_role]
+        worst = max(have, key=lambda g: (g.per_role[role][0] - g.per_role[role][1], g.per_role[role][0]))
+        per_role[role] = {"max_dest_per_up_port": worst.per_role[role][0], "lower_bound": worst.per_role[role][1],
+                          "design_bound": worst.per_role[role][2],
+                          "over_bound": sum(g.per_role[role][0] > g.per_role[role][1] for g in have)}
+    inter_zone = _inter_zone(walk, dest_counts(walk, walk.valid_lids))
+    iz_ok = inter_zone is None or inter_zone["max_dest_per_link"] <= inter_zone["lower_bound"]
+    worst = [f"{g.switch} ({g.level}) ports {_span(g.ports)}: max {int(g.loads.max())} destinations, as-built bound "
+             f"{g.bound}" + "".join(f", {r} {m}/{b}" for r, (m, b, _) in g.per_role.items() if m > b)
+             for g in groups if g.over][:5]
+    lp = levels.get("leaf_up", {})
+    return Balance(int(top.loads.max()) if top else 0, lp.get("min", 0), top.bound if top else 0,
+                   top.design if top else 0, per_role, levels,
+                   {"max_dest_per_up_port": levels["spine_up"]["max"], "over_bound": levels["spine_up"]["over_bound"]}
+                   if "spine_up" in levels else None,
+                   inter_zone, lp.get("max_paths", 0), lp.get("min_paths", 0),
+                   bool(iz_ok and not any(g.over for g in groups)),
+                   bool(iz_ok and not any(g.over_design for g in groups)), worst)
+
+
+def _span(ports: list[int]) -> str:
+    return f"{ports[0]}-{ports[-1]}" if len(ports) > 1 else str(ports[0])
 
 
 def _inter_zone(walk: Walk, counts: np.ndarray) -> dict | None:
@@ -169,11 +234,11 @@ def _inter_zone(walk: Walk, counts: np.ndarray) -> dict | None:
     if not m.any():
         return None
     rows, cols = rows[m], cols[m]
-    f = _by_zone_pair(counts, rows, cols, zone, sn)
-    return {"max_dest_per_link": f.max, "min_dest_per_link": f.min, "lower_bound": f.lower_bound, "links": int(m.sum())}
+    hi, lo, bound = _by_zone_pair(counts, rows, cols, zone, sn)
+    return {"max_dest_per_link": hi, "min_dest_per_link": lo, "lower_bound": bound, "links": int(m.sum())}
 
 
-def _by_zone_pair(counts, rows, cols, zone, sn) -> PortFigures:
+def _by_zone_pair(counts, rows, cols, zone, sn) -> tuple[int, int, int]:
     """Lower bound per (from-zone, to-zone) direction: ceil(LIDs sent across / links)."""
     pair = np.array([f"{zone[r]}>{zone[sn.peer_dev[r, c]]}" for r, c in zip(rows, cols)])
     loads = counts[rows, cols]
@@ -181,4 +246,4 @@ def _by_zone_pair(counts, rows, cols, zone, sn) -> PortFigures:
     for p in set(pair.tolist()):
         sel = pair == p
         bound = max(bound, int(np.ceil(loads[sel].sum() / sel.sum())))
-    return PortFigures(int(loads.max()), int(loads.min()), bound)
+    return int(loads.max()), int(loads.min()), bound

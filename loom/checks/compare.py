@@ -52,10 +52,12 @@ class Side:
     def balance(self) -> dict | None:
         if not self.routed:
             return None
-        worst = max(self.reports, key=lambda r: r["balance"]["max_dest_per_up_port"] - r["balance"]["lower_bound"])
+        worst = max(self.reports, key=lambda r: r["balance"]["max_dest_per_up_port"] - r["balance"]["design_bound"])
         b = worst["balance"]
-        return {"max_dest_per_up_port": b["max_dest_per_up_port"], "lower_bound": b["lower_bound"],
-                "excess": b["max_dest_per_up_port"] - b["lower_bound"],
+        # a review judges against the intact design: a lost link is a loss even when the rest
+        # of the fabric is at its as-built bound
+        return {"max_dest_per_up_port": b["max_dest_per_up_port"], "lower_bound": b["design_bound"],
+                "as_built_bound": b["lower_bound"], "excess": b["max_dest_per_up_port"] - b["design_bound"],
                 "storage": b["per_role"].get("storage", {}).get("max_dest_per_up_port"), "ebb": worst["ebb"]}
 
 

@@ -1,6 +1,6 @@
 """Effective bisection bandwidth (Hoefler, Schneider, Lumsdaine 2008).
 
-Split a zone's CA ports at random into two halves and pair each port of one half with one of
+Split a zone's (or the whole subnet's) CA ports at random into two halves and pair each port of one half with one of
 the other; each pair is one flow from the first half to the second.  Every directed channel (switch-to-switch or host link) is
 shared by the flows that cross it; a flow gets 1 / (most flows on any channel of its path).
 eBB is the mean flow bandwidth over many random bisections: 1.0 means full bisection
@@ -17,24 +17,34 @@ from .paths import Walk
 
 def effective_bisection_bandwidth(walk: Walk, samples: int = 200, seed: int = 1) -> dict[str, float]:
     """eBB within each zone of the subnet, {zone: eBB}, reproducible for a given seed."""
-    sn, lft = walk.tables.subnet, walk.tables.lft
-    nxt = walk.next_switch
-    rng = np.random.default_rng(seed)
+    sn = walk.tables.subnet
     zone_of = np.array([sn.switch(i).zone for i in range(sn.n)])
     out = {}
     for zone in dict.fromkeys(zone_of.tolist()):
         cas = sn.ca_lids[zone_of[sn.ca_switch[sn.ca_lids]] == zone]
-        if len(cas) < 2:
-            continue
-        half = len(cas) // 2
-        total, flows = 0.0, 0
-        for _ in range(samples):
-            perm = rng.permutation(cas)[: 2 * half]
-            src, dst = perm[:half], perm[half:]
-            total += _flow_bandwidth(sn, lft, nxt, src, dst).sum()
-            flows += len(src)
-        out[zone] = round(total / flows, 4)
+        if len(cas) >= 2:
+            out[zone] = _ebb(walk, cas, samples, seed)
     return out
+
+
+def fabric_ebb(walk: Walk, samples: int = 200, seed: int = 1) -> float | None:
+    """eBB over all CA ports of the subnet (bisections across zones: what a job spanning zones
+    sees); None for fewer than two CAs."""
+    cas = walk.tables.subnet.ca_lids
+    return _ebb(walk, cas, samples, seed) if len(cas) >= 2 else None
+
+
+def _ebb(walk: Walk, cas: np.ndarray, samples: int, seed: int) -> float:
+    sn, lft, nxt = walk.tables.subnet, walk.tables.lft, walk.next_switch
+    rng = np.random.default_rng(seed)
+    half = len(cas) // 2
+    total, flows = 0.0, 0
+    for _ in range(samples):
+        perm = rng.permutation(cas)[: 2 * half]
+        src, dst = perm[:half], perm[half:]
+        total += _flow_bandwidth(sn, lft, nxt, src, dst).sum()
+        flows += len(src)
+    return round(total / flows, 4)
 
 
 def _flow_bandwidth(sn, lft, nxt, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

@@ -117,3 +117,10 @@ class Fabric:
     @cached_property
     def node_index(self) -> dict[str, int]:
         return {n.name: n.index for n in self.nodes}
+
+    @cached_property
+    def down_switches(self) -> frozenset[int]:
+        """Switch indices the model lists as down (`missing_switches`): they stay in the fabric
+        (racks, cabling sheets) but none of their links carries traffic."""
+        want = {(z.name, m.plane, m.role, m.index) for z in self.model.zones for m in getattr(z, "missing_switches", [])}
+        return frozenset(s.index for s in self.switches if (s.zone, s.plane, s.role, s.position) in want)

@@ -306,6 +306,22 @@ def missing_links(model: Model) -> Iterator[Finding]:
             if (m.leaf, m.up_port) in seen:
                 yield Finding(loc, f"leaf {m.leaf} up-link {m.up_port} is listed twice", "list each missing link once")
             seen.add((m.leaf, m.up_port))
+        layer_size = {"leaf": z.edge_switches, "spine": getattr(z, "spines", None) or getattr(z, "spines_per_pod", 0)
+                      * getattr(z, "pods", 1), "core": getattr(z, "cores", 0)}
+        down = set()
+        for k, m in enumerate(getattr(z, "missing_switches", [])):
+            loc = ("zones", i, "missing_switches", k)
+            if m.index >= layer_size[m.role]:
+                yield Finding(loc + ("index",), f"{m.role} {m.index} does not exist in zone {z.name}"
+                              + ("" if layer_size[m.role] else f" (a {z.kind} zone has no {m.role}s)"),
+                              f"use a {m.role} index from 0 to {layer_size[m.role] - 1}" if layer_size[m.role]
+                              else "remove this entry")
+            if m.plane >= model.plane_count:
+                yield Finding(loc + ("plane",), f"plane {m.plane} does not exist (the fabric has {model.plane_count})",
+                              f"use a plane from 0 to {model.plane_count - 1}")
+            if (m.role, m.index, m.plane) in down:
+                yield Finding(loc, f"{m.role} {m.index} is listed twice", "list each missing switch once")
+            down.add((m.role, m.index, m.plane))
 
 
 def qos(model: Model) -> Iterator[Finding]:

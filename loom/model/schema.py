@@ -113,6 +113,16 @@ class MissingLink(Strict):
     up_port: int = Count(1023, 0, description="0-based up-link index u: leaf port leaf_down+1+u, to spine u mod spines")
 
 
+class MissingSwitch(Strict):
+    """A switch of the design that is down (failed, out for repair, not yet installed): every link
+    it has counts as missing, and anything cabled only to it is cut off."""
+
+    role: Literal["leaf", "spine", "core"] = Field(description="layer of the switch")
+    index: int = Count(65535, 0, description="index within its layer in the zone (0-based; leaves and spines "
+                       "pod-major for three layers)")
+    plane: int = Count(15, 0, default=0, description="plane of the switch (multi-plane fabrics)")
+
+
 class FatTree2(Strict):
     """A two-layer fat tree: every leaf cabled to every spine with leaf_up / spines links."""
 
@@ -125,6 +135,7 @@ class FatTree2(Strict):
     leaf_up: int = Count(1024, description="leaf ports facing spines; a multiple of spines")
     oversubscription: float | None = Measure(1024, default=None, gt=0, description="optional assertion: leaf_down / leaf_up")
     missing_links: list[MissingLink] = Field(default_factory=list, max_length=65536, description="leaf up-links not cabled")
+    missing_switches: list[MissingSwitch] = Field(default_factory=list, max_length=65536, description="switches that are down")
 
     @property
     def edge_switches(self) -> int:
@@ -151,6 +162,7 @@ class FatTree3(Strict):
     spine_up: int = Count(1024, description="spine ports facing cores; a multiple of cores / spines_per_pod")
     oversubscription: float | None = Measure(1024, default=None, gt=0, description="optional assertion: leaf_down / leaf_up")
     missing_links: list[MissingLink] = Field(default_factory=list, max_length=65536, description="leaf up-links not cabled")
+    missing_switches: list[MissingSwitch] = Field(default_factory=list, max_length=65536, description="switches that are down")
 
     @property
     def edge_switches(self) -> int:

@@ -28,6 +28,8 @@ def lfts_dump(t: Tables) -> str:
     lids = np.array(sorted(comment), dtype=np.int64)
     out = []
     for row in range(sn.n):
+        if (t.lft[row] == NO_ROUTE).all():
+            continue  # down or cut off: OpenSM cannot reach it, so it has no table to load
         s = sn.switch(row)
         out.append(f"Unicast lids [0-{sn.max_lid}] of switch Lid {s.lid} guid 0x{s.guid:016x} ('{s.name}'):")
         entries = t.lft[row, lids]

@@ -23,6 +23,7 @@ class Tables:
     subnet: Subnet
     lft: np.ndarray  # uint8 [switches, max_lid + 1]
     engine: str
+    warnings: tuple[str, ...] = ()  # what the engine could not route as designed (parts cut off)
 
     def with_entries(self, changes: dict[tuple[int, int], int]) -> "Tables":
         """A copy with some entries replaced: {(switch, lid): port}. Used to plant faults in tests."""

@@ -14,9 +14,10 @@ Choosing u(d), in four steps:
    start (adding a node to one role moves no destination of another);
 3. `even_out` moves as few destinations as needed so that every u carries at most ceil(n/U)
    destinations per role and in total (newest CAs give way first);
-4. `repair_balance`, per switch, moves single entries between up-ports until no up-port of a
-   leaf carries more than ceil(routed-up / up-ports) destinations, in total and per role.
-   That per-leaf figure is the lower bound `loom check` compares with.
+4. `fit_to_fabric` (asbuilt.py) makes every entry legal on the fabric as it stands (missing
+   links, switches down, parts cut off) and brings every group of interchangeable ports of
+   every switch to its exact as-built bound, in total and per role (loads.py): that per-switch
+   bound is what `loom check` compares with.
 With a hint (the tables in force), every destination keeps its hinted up-port where balance
 allows, so plan and diff show only what a change forces.  Missing links are avoided: u(d)
 moves to a spine that still reaches d's leaf, and entries on dead ports take a parallel link
@@ -45,6 +46,7 @@ import numpy as np
 from loom.expand import CABLE_KINDS
 from loom.model.schema import FatTree2, FatTree3
 
+from .asbuilt import fit_to_fabric
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft, register
 from .subnet import TO_SWITCH, Subnet
 
@@ -214,73 +216,6 @@ def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables) -> No
         lft[row, same_peer] = want[same_peer]
 
 
-def repair_balance(sn: Subnet, lft: np.ndarray, roles: np.ndarray, kept: np.ndarray | None = None) -> None:
-    """Per switch, move single destinations between up-ports until no up-port carries more
-    than ceil(routed-up / up-ports) destinations, in total and per role.
-
-    The shared up-port choice u(d) is even over the whole zone, but one leaf's load is u's count
-    minus that leaf's own destinations, and rounding can leave a port one over the bound on a
-    leaf.  Moving d to another up-port of that switch only changes which spine (core) d goes
-    through from there; every spine (core) still routes d down correctly, and the route stays
-    up/down.  Switch LIDs move only between parallel links to the same peer.  Stops when no
-    move helps; the balance check reports what is left.
-    """
-    lids = np.flatnonzero(roles < 9)
-    for row in range(sn.n):
-        ports = np.flatnonzero(sn.up_port_mask[row])
-        if len(ports) < 2:
-            continue
-        up = lids[np.isin(lft[row, lids], ports)]
-        if kept is not None:  # destinations that kept a hinted route give way last
-            up = up[np.argsort(kept[up], kind="stable")]
-        _repair_switch(sn, lft, row, ports, up, roles)
-
-
-def _repair_switch(sn: Subnet, lft: np.ndarray, row: int, ports: np.ndarray, up: np.ndarray, roles: np.ndarray) -> None:
-    col = {int(p): i for i, p in enumerate(ports)}
-    peer = sn.peer_dev[row, ports]
-    nroles = int(roles[up].max()) + 1 if len(up) else 1
-    cnt = np.zeros((nroles, len(ports)), np.int64)
-    where = np.array([col[int(p)] for p in lft[row, up]], dtype=np.int64)
-    np.add.at(cnt, (roles[up], where), 1)
-    bound_r = -(-cnt.sum(axis=1) // len(ports))
-    bound = -(-len(up) // len(ports))
-    # spines and cores of this zone are reached through one peer: only its parallel links will do
-    zone = sn.switch(row).zone
-    fixed = np.array([sn.lid_switch[l] >= 0 and sn.switch(int(sn.lid_switch[l])).zone == zone
-                      and sn.switch(int(sn.lid_switch[l])).role in ("spine", "core") for l in up], dtype=bool)
-    for _ in range(4 * len(up)):
-        tot = cnt.sum(axis=0)
-        over_r = np.argwhere(cnt > bound_r[:, None])
-        if len(over_r):
-            r, c = over_r[0]
-            ok = (cnt[r] < bound_r[r])
-        elif (tot > bound).any():
-            c = int(np.flatnonzero(tot > bound)[0])
-            ok_r = [(r, (cnt[r] < bound_r[r]) & (tot < bound)) for r in np.flatnonzero(cnt[:, c])]
-            ok_r = [(r, m) for r, m in ok_r if m.any()]
-            if not ok_r:
-                return
-            r, ok = ok_r[0]
-        else:
-            return
-        movable = np.flatnonzero((where == c) & (roles[up] == r))
-        moved = False
-        for i in movable:
-            allowed = ok & ((peer == peer[c]) if fixed[i] else True) & _forwards(sn, lft, peer, up[i])
-            allowed[c] = False
-            if allowed.any():
-                tgt = int(np.flatnonzero(allowed)[np.argmin(tot[allowed])])
-                lft[row, up[i]] = ports[tgt]
-                where[i] = tgt
-                cnt[r, c] -= 1
-                cnt[r, tgt] += 1
-                moved = True
-                break
-        if not moved:
-            return
-
-
 def _forwards(sn: Subnet, lft: np.ndarray, peers: np.ndarray, lid: int) -> np.ndarray:
     """For each peer switch: does it forward `lid` over a cabled port (or own it)?"""
     nxt = lft[peers, lid].astype(np.int64)
@@ -310,8 +245,8 @@ class FatTreeEngine:
         if hint is not None:
             for z in zones:
                 _keep_leaf_choices(sn, z, lft, hint)
-        repair_balance(sn, lft, roles, kept)
-        return Tables(sn, lft, self.name)
+        warnings = fit_to_fabric(sn, lft, roles, kept.astype(np.int64))
+        return Tables(sn, lft, self.name, tuple(warnings))
 
     @staticmethod
     def _is_lid(sn: Subnet, lid: int) -> bool:
@@ -340,6 +275,8 @@ class FatTreeEngine:
         iz = np.flatnonzero((c.kind == CABLE_KINDS.index("inter-zone")) & (c.plane == sn.plane))
         for i in iz:
             a, b = local[int(c.a_dev[i])], local[int(c.b_dev[i])]
+            if sn.peer_kind[a, int(c.a_port[i])] != TO_SWITCH:
+                continue  # an end is down
             za, zb = zi[sn.switch(a).zone], zi[sn.switch(b).zone]
             links[(za, zb)].append((a, int(c.a_port[i])))
             links[(zb, za)].append((b, int(c.b_port[i])))
@@ -405,7 +342,7 @@ class FatTreeEngine:
         if not cabled.all():  # a spine reaches the leaf over one of its other parallel links
             for i in np.flatnonzero(~cabled[att_edge, u]):
                 alt = [kk for kk in range(z.links) if cabled[att_edge[i], pos[i] + kk * z.S]]
-                k[i] = alt[0]
+                k[i] = alt[0] if alt else k[i]  # none: fit_to_fabric finds another way
         in_pod = att_edge % z.L
 
         # leaves: up-port u(d), or down to the destination on this leaf

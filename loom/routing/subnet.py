@@ -88,6 +88,11 @@ def subnet(fabric: Fabric, plane: int) -> Subnet:
     peer_port = np.zeros(shape, np.int64)
     c = fabric.cables
     on = c.plane == plane
+    if fabric.down_switches:  # a switch that is down carries nothing: its cables are not links
+        down = np.zeros(len(fabric.switches), bool)
+        down[list(fabric.down_switches)] = True
+        for kind, dev in ((c.a_kind, c.a_dev), (c.b_kind, c.b_dev)):
+            on &= ~((kind == SWITCH) & down[np.where(kind == SWITCH, dev, 0)])
     for near, far in (("a", "b"), ("b", "a")):
         nk, nd, np_ = (getattr(c, f"{near}_{x}")[on] for x in ("kind", "dev", "port"))
         fk, fd, fp = (getattr(c, f"{far}_{x}")[on] for x in ("kind", "dev", "port"))

@@ -1,0 +1,77 @@
+"""Make an engine's tables right for the fabric as it stands, then even them out per switch.
+
+An engine plans for the design; the floor has links missing, switches down, parts cut off.
+`fit_to_fabric` is the last pass of the fat-tree engine:
+1. switches and LIDs outside the subnet manager's part of the subnet get no entries (a warning
+   names them: OpenSM could never reach them, so read-back could never match);
+2. every other entry is checked against the up/down rule (`UpDown.candidates`); an illegal one
+   (a dead port, a spine that no longer reaches the leaf, a turn anywhere but the turn leaf)
+   takes the least-loaded legal port of its switch, or "no route" if the switch cannot reach
+   the destination legally (reachability then reports it);
+3. every group of interchangeable ports is brought to its exact as-built bound, in total and
+   per role, over the destinations whose traffic reaches it (`loads.carried`), by a min-cost
+   flow that moves as few entries as it can (`loads.rebalance_switch`); level by level, leaf
+   up-ports first, since their choices decide what reaches the spines.
+Because every entry of every switch is legal, any packet goes up, then down (one turn at the
+turn leaf for switch-to-switch traffic): no forwarding loop is possible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import NO_ROUTE
+from .loads import carried, port_groups, rebalance_switch
+from .subnet import Subnet
+from .updown import UpDown
+
+
+def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.ndarray) -> list[str]:
+    """Fix `lft` in place as described in the module doc; returns warnings."""
+    ud = UpDown(sn)
+    warnings = []
+    cut = ud.cut_off()
+    if cut:
+        shown = ", ".join(cut[:8]) + (f" and {len(cut) - 8} more" if len(cut) > 8 else "")
+        warnings.append(f"plane {sn.plane}: cut off from the subnet manager, left out of the tables: {shown}")
+    lft[~ud.live, :] = NO_ROUTE
+    lft[:, ~ud.live_lids] = NO_ROUTE
+    target = ud.targets(lft)
+    lids = np.flatnonzero(ud.live_lids)
+    for x in np.flatnonzero(ud.live):
+        _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids)
+    # level by level, since a lower level's choices decide what reaches the next one
+    for lay, direction in ((0, "up"), (1, "up"), (2, "down"), (1, "down")):
+        used = carried(sn, lft, lids)
+        for x in np.flatnonzero(ud.live & (ud.layer == lay)):
+            for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
+                if group.direction == direction:
+                    rebalance_switch(lft, group, priority)
+    return warnings
+
+
+def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray) -> None:
+    t = target[lids]
+    routed = (t >= 0) & (t != x)
+    lids, t = lids[routed], t[routed]
+    lft[x, target == -1] = NO_ROUTE  # no way into this zone's part of the path
+    if len(lids) == 0:
+        return
+    ut, inv = np.unique(t, return_inverse=True)
+    ports, umask = ud.candidates(x, ut)
+    mask = umask[inv]
+    col = np.full(256, -1, np.int64)
+    col[ports] = np.arange(len(ports))
+    cur = col[lft[x, lids].astype(np.int64)]
+    ok = (cur >= 0) & mask[np.arange(len(lids)), np.maximum(cur, 0)]
+    if ok.all():
+        return
+    load = np.bincount(np.maximum(cur[ok], 0), minlength=len(ports)).astype(np.int64)
+    for i in np.flatnonzero(~ok):
+        legal = np.flatnonzero(mask[i])
+        if len(legal) == 0:
+            lft[x, lids[i]] = NO_ROUTE
+            continue
+        j = int(legal[np.argmin(load[legal])])
+        lft[x, lids[i]] = ports[j]
+        load[j] += 1

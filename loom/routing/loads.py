@@ -1,0 +1,235 @@
+"""Per-switch port loads, their exact as-built lower bound, and the move that reaches it.
+
+The figure is the one `ibdiagnet -r` reports: destinations routed out of each port.  A switch's
+ports fall into *groups* of interchangeable ports: the destinations that may leave by one port
+of a group may (by the up/down rule of `UpDown.candidates`) leave by some other port of it —
+a leaf's up-ports, a spine's parallel links to one leaf, a core's links into one pod.  On an
+intact tree each group is "all these ports, for all these destinations" and the best any
+destination routing can do is ceil(destinations / ports).  On a degraded one some destinations
+can use only part of a group (a spine lost its link to their leaf), and the best is the smallest
+k for which the destinations can be assigned with at most k per port: a bipartite
+flow problem (Hall's condition), solved exactly here with networkx on the few distinct port
+sets a switch has.  The same bound is computed in total and for each destination role.
+
+`rebalance_switch` is the engine's side: a min-cost flow that reaches every bound at once while
+moving as few entries as possible (destinations without a kept hint, then the newest, first).
+Cost: O(destinations) per switch plus a flow over (roles × port sets) nodes where needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_flow
+
+from .subnet import TO_SWITCH
+from .updown import UpDown
+
+
+@dataclass
+class PortGroup:
+    """One group of interchangeable ports of a switch and what it carries."""
+
+    switch: int
+    ports: np.ndarray  # port numbers
+    direction: str  # "up" or "down"
+    lids: np.ndarray  # destinations whose legal ports lie in this group
+    roles: np.ndarray  # their role codes
+    patterns: np.ndarray  # bool [distinct legal-port sets, len(ports)]
+    pattern: np.ndarray  # index into patterns of each destination
+    chosen: np.ndarray  # index into ports of each destination's current port (-1: not in the group)
+
+    def loads(self, role: int | None = None) -> np.ndarray:
+        sel = self.chosen >= 0 if role is None else (self.chosen >= 0) & (self.roles == role)
+        return np.bincount(self.chosen[sel], minlength=len(self.ports))
+
+    def counts(self, role: int | None = None) -> np.ndarray:
+        pat = self.pattern if role is None else self.pattern[self.roles == role]
+        return np.bincount(pat, minlength=len(self.patterns))
+
+    def bound(self, role: int | None = None) -> int:
+        """The exact as-built bound (a flow where the legal port sets differ)."""
+        return min_max_load(self.patterns, self.counts(role))
+
+    def at_counting_bound(self) -> bool:
+        """Every port already at the quick lower bound, in total and per role: then nothing can
+        do better and no flow needs solving."""
+        return all(self.loads(r).max(initial=0) <= counting_bound(self.patterns, self.counts(r))
+                   for r in [None, *np.unique(self.roles).tolist()])
+
+    def legal(self) -> bool:
+        """Every destination is on one of its legal ports."""
+        ok = self.chosen >= 0
+        return bool(ok.all() and self.patterns[self.pattern, self.chosen].all())
+
+
+def counting_bound(patterns: np.ndarray, counts: np.ndarray) -> int:
+    """A quick lower bound on `min_max_load`: items over usable ports, and each pattern alone."""
+    keep = counts > 0
+    if not keep.any():
+        return 0
+    patterns, counts = patterns[keep], counts[keep]
+    return max(-(-int(counts.sum()) // int(patterns.any(axis=0).sum())),
+               int(np.max(-(-counts // np.maximum(patterns.sum(axis=1), 1)))))
+
+
+def min_max_load(patterns: np.ndarray, counts: np.ndarray) -> int:
+    """Smallest k such that counts[i] items of legal-port pattern i can be placed with at most
+    k per port (0 when there are none)."""
+    keep = counts > 0
+    patterns, counts = patterns[keep], counts[keep]
+    lo = counting_bound(patterns, counts)
+    if len(counts) <= 1 or patterns[:, patterns.any(axis=0)].all():
+        return lo
+    hi = int(counts.sum())
+    while lo < hi:
+        k = (lo + hi) // 2
+        if _assignable(patterns, counts, k):
+            hi = k
+        else:
+            lo = k + 1
+    return lo
+
+
+def _assignable(patterns: np.ndarray, counts: np.ndarray, k: int) -> bool:
+    """Max flow source → pattern (its count) → legal port → sink (k each) saturates the source."""
+    g, p = patterns.shape
+    gi, pj = np.nonzero(patterns)
+    src = np.r_[np.zeros(g, np.int64), 1 + gi, 1 + g + np.arange(p)]
+    dst = np.r_[1 + np.arange(g), 1 + g + pj, np.full(p, 1 + g + p)]
+    cap = np.r_[counts, counts[gi], np.full(p, k)].astype(np.int32)
+    graph = csr_matrix((cap, (src, dst)), shape=(g + p + 2, g + p + 2))
+    return maximum_flow(graph, 0, g + p + 1).flow_value == int(counts.sum())
+
+
+def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> list[PortGroup]:
+    """The port groups of switch x over the given destinations (those it forwards to a switch
+    of its zone), with each destination's legal ports and current choice."""
+    t = target[lids]
+    keep = (t >= 0) & (t != x)
+    lids, t = lids[keep], t[keep]
+    if len(lids) == 0:
+        return []
+    entry = lft[x, lids].astype(np.int64)
+    ut, inv = np.unique(t, return_inverse=True)
+    ports, umask = ud.candidates(x, ut)
+    if len(ports) == 0:
+        return []
+    pats, pat_of_t = np.unique(umask, axis=0, return_inverse=True)
+    pat_of_t = pat_of_t.reshape(-1)
+    # ports joined by any destination's legal set form one group (union-find on columns)
+    parent = list(range(len(ports)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for row in pats:
+        cols = np.flatnonzero(row)
+        for c in cols[1:]:
+            parent[find(int(c))] = find(int(cols[0]))
+    comp = np.array([find(i) for i in range(len(ports))])
+    pat_comp = np.where(pats.any(axis=1), comp[np.argmax(pats, axis=1)], -1)
+    dest_pat = pat_of_t[inv]
+    col = np.full(int(ports.max()) + 2, -1, np.int64)
+    out = []
+    for c in np.unique(comp):
+        cols = np.flatnonzero(comp == c)
+        mine = np.flatnonzero(pat_comp == c)
+        rows = np.flatnonzero(np.isin(dest_pat, mine))
+        if len(rows) == 0:
+            continue
+        col[:] = -1
+        col[ports[cols]] = np.arange(len(cols))
+        renum = np.full(len(pats), -1, np.int64)
+        renum[mine] = np.arange(len(mine))
+        peer = int(ud.sn.peer_dev[x, ports[cols[0]]])
+        out.append(PortGroup(x, ports[cols], "up" if ud.layer[peer] > ud.layer[x] else "down", lids[rows],
+                             roles[lids[rows]], pats[np.ix_(mine, cols)], renum[dest_pat[rows]],
+                             col[np.minimum(entry[rows], len(col) - 1)]))
+    return out
+
+
+def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray) -> None:
+    """Reassign the group's destinations so that every port meets the group's bound in total
+    and per role, changing as few entries as possible; `priority[lid]` higher = move last."""
+    if group.legal() and group.at_counting_bound():
+        return
+    nroles = int(group.roles.max()) + 1
+    bound = group.bound()
+    bound_r = {r: group.bound(r) for r in np.unique(group.roles).tolist()}
+    loads = group.loads()
+    if loads.max(initial=0) <= bound and all(group.loads(r).max(initial=0) <= b for r, b in bound_r.items()) \
+            and group.legal():
+        return
+    for extra in range(nroles + 2):  # relax per-role bounds only if all cannot hold at once
+        flow = _min_cost_assignment(group, bound, {r: b + extra for r, b in bound_r.items()})
+        if flow is not None:
+            break
+    else:
+        return
+    _apply(lft, group, flow, priority)
+
+
+def _min_cost_assignment(group: PortGroup, bound: int, bound_r: dict[int, int]) -> dict | None:
+    g = nx.DiGraph()
+    keys, n = np.unique(np.stack([group.roles, group.pattern, group.chosen], axis=1), axis=0, return_counts=True)
+    for (r, pat, cur), count in zip(keys.tolist(), n.tolist()):
+        g.add_node(("src", r, pat, cur), demand=-count)
+        for j in np.flatnonzero(group.patterns[pat]).tolist():
+            g.add_edge(("src", r, pat, cur), ("rp", r, j), weight=0 if j == cur else 1)
+    for r, b in bound_r.items():
+        for j in range(len(group.ports)):
+            g.add_edge(("rp", r, j), ("p", j), capacity=b)
+    for j in range(len(group.ports)):
+        g.add_edge(("p", j), "sink", capacity=bound)
+    g.add_node("sink", demand=len(group.lids))
+    try:
+        return nx.min_cost_flow(g)
+    except nx.NetworkXUnfeasible:
+        return None
+
+
+def _apply(lft: np.ndarray, group: PortGroup, flow: dict, priority: np.ndarray) -> None:
+    by_key: dict = {}
+    order = np.lexsort((group.lids, -priority[group.lids]))  # who stays: highest priority, then oldest
+    for i in order:
+        k = (int(group.roles[i]), int(group.pattern[i]), int(group.chosen[i]))
+        by_key.setdefault(k, []).append(int(i))
+    for k, members in by_key.items():
+        out = flow[("src",) + k]
+        take = [(j, n) for (_, _, j), n in out.items() if n]
+        stay = next((n for j, n in take if j == k[2]), 0)
+        movers = members[stay:]  # the first `stay` (highest priority) keep their port
+        for j, n in take:
+            if j == k[2]:
+                continue
+            for i in movers[:n]:
+                lft[group.switch, group.lids[i]] = group.ports[j]
+            movers = movers[n:]
+
+
+def carried(sn, lft: np.ndarray, lids: np.ndarray) -> np.ndarray:
+    """[switch, j] True where a packet from some channel adapter to lids[j] passes the switch:
+    the entries that carry data traffic (balance is about those; a spine's table lists every
+    destination, but only the ones leaves send up to it reach it)."""
+    seen = np.zeros((sn.n, len(lids)), bool)
+    seen[np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0, :] = True
+    frontier = seen.copy()
+    cols = np.arange(len(lids))
+    for _ in range(sn.n):
+        r, j = np.nonzero(frontier)
+        port = np.minimum(lft[r, lids[j]].astype(np.int64), sn.max_port)
+        ok = sn.peer_kind[r, port] == TO_SWITCH
+        new = np.zeros_like(seen)
+        new[sn.peer_dev[r[ok], port[ok]], cols[j[ok]]] = True
+        frontier = new & ~seen
+        if not frontier.any():
+            break
+        seen |= frontier
+    return seen

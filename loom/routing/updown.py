@@ -1,0 +1,188 @@
+"""The up/down structure of a subnet *as it stands*: which switches still reach which, legally.
+
+A fat tree routes every packet up*, then down* (one turn, at the top of its path).  On a
+degraded fabric (missing links, a switch down) the question "may switch X send destination d
+to neighbour Y?" depends only on the graph that is cabled and up, so it is answered here once,
+for the engine (which makes its tables legal with it) and for the checks (which compute each
+switch's as-built balance bound from it).  Neither trusts the other: they share the definition
+of a legal hop, not each other's results.
+
+For a target switch t (the leaf a CA hangs on, a switch's own LID, or the border leaf where a
+destination leaves the zone), within t's zone:
+- `down[X, t]`: X reaches t going only down (X = t included);
+- `updown[X, t]`: X reaches t going up, then down (includes `down`);
+- a switch that reaches t neither way (a spine asked for another spine's LID in a two-layer
+  tree) goes down to the zone's *turn leaf* and up from there: the only place where a
+  down→up turn happens, which keeps one VL free of credit loops.
+- `live[X]`: X is in the part of the subnet the subnet manager sees (the component of its
+  node, else the component with most channel adapters); anything else is cut off.
+
+Cost: one sparse × dense product per layer: O(links × switches) time, switches² bits memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from .subnet import LAYER, TO_SWITCH, Subnet
+
+
+@dataclass(frozen=True)
+class UpDown:
+    sn: Subnet
+
+    @cached_property
+    def layer(self) -> np.ndarray:
+        return np.array([LAYER[self.sn.switch(i).role] for i in range(self.sn.n)], np.int64)
+
+    @cached_property
+    def zone(self) -> np.ndarray:
+        names = [z.name for z in self.sn.fabric.model.zones]
+        return np.array([names.index(self.sn.switch(i).zone) for i in range(self.sn.n)], np.int64)
+
+    @cached_property
+    def links(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(switch, port, peer switch) of every cabled switch-to-switch port."""
+        rows, cols = np.nonzero(self.sn.peer_kind == TO_SWITCH)
+        return rows, cols, self.sn.peer_dev[rows, cols]
+
+    def _adjacency(self, step: int) -> csr_matrix:
+        """[X, Y] 1 where X has a link to Y in its own zone one layer `step` away."""
+        r, _, p = self.links
+        m = (self.zone[r] == self.zone[p]) & (self.layer[p] == self.layer[r] + step)
+        return csr_matrix((np.ones(int(m.sum()), np.int32), (r[m], p[m])), shape=(self.sn.n, self.sn.n))
+
+    @cached_property
+    def down(self) -> np.ndarray:
+        """[X, t] X reaches t by going only down (itself included)."""
+        n = self.sn.n
+        reach = np.eye(n, dtype=bool)
+        adj = self._adjacency(-1)
+        for _ in range(int(self.layer.max(initial=0))):
+            reach = np.eye(n, dtype=bool) | (adj @ reach.astype(np.int32) > 0)
+        return reach
+
+    @cached_property
+    def updown(self) -> np.ndarray:
+        """[X, t] X reaches t by going up, then down."""
+        reach = self.down.copy()
+        adj = self._adjacency(+1)
+        for lay in range(int(self.layer.max(initial=0)) - 1, -1, -1):
+            rows = np.flatnonzero(self.layer == lay)
+            reach[rows] |= adj[rows] @ reach.astype(np.int32) > 0
+        return reach
+
+    @cached_property
+    def live(self) -> np.ndarray:
+        """[X] the switch is in the subnet manager's part of the subnet."""
+        sn = self.sn
+        r, _, p = self.links
+        graph = csr_matrix((np.ones(len(r), np.int8), (r, p)), shape=(sn.n, sn.n))
+        _, label = connected_components(graph, directed=False)
+        cas = np.bincount(label, weights=np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n), minlength=label.max() + 1)
+        home = int(np.argmax(cas))
+        sm = sn.fabric.model.subnet_manager
+        if sm is not None and sm in sn.fabric.node_index:
+            node = sn.fabric.node_index[sm]
+            leaves = [int(sn.ca_switch[sn.port_lid[p.index]]) for p in sn.fabric.ports
+                      if p.node == node and p.plane == sn.plane and sn.port_lid[p.index] > 0]
+            leaves = [x for x in leaves if x >= 0]
+            if leaves:
+                home = int(label[leaves[0]])
+        return label == home
+
+    @cached_property
+    def live_lids(self) -> np.ndarray:
+        """[LID] the LID's owner is live (a live switch, or a CA cabled to one)."""
+        sn = self.sn
+        out = np.zeros(sn.max_lid + 1, bool)
+        sw = sn.lid_switch >= 0
+        out[sw] = self.live[sn.lid_switch[sw]]
+        ca = sn.ca_switch >= 0
+        out[ca] = self.live[sn.ca_switch[ca]]
+        return out
+
+    def cut_off(self) -> list[str]:
+        """Names of switches and CAs the subnet manager cannot reach, for warnings."""
+        sn = self.sn
+        down = sn.fabric.down_switches
+        names = [sn.name(i) + (" (down)" if int(sn.switches[i]) in down else "") for i in np.flatnonzero(~self.live)]
+        lost_ca = [l for l in range(1, sn.max_lid + 1) if sn.lid_port[l] >= 0 and not self.live_lids[l]]
+        return names + [sn.lid_name(l) for l in lost_ca]
+
+    @cached_property
+    def turn_leaf(self) -> dict[int, int]:
+        """{zone index: leaf row}: the live leaf that reaches the most switches of its zone up and
+        down (every one, on a fabric whose leaves each still reach every spine); on a tie the
+        zone's single border leaf, then the first leaf (leaf 0 of an intact zone).  Every
+        down→up turn of the zone happens there, so the zone's one VL stays free of credit loops."""
+        r, _, p = self.links
+        border = r[(self.zone[r] != self.zone[p]) & self.live[r]]
+        out = {}
+        for z in np.unique(self.zone):
+            members = np.flatnonzero(self.zone == z)
+            b = np.unique(border[self.zone[border] == z])
+            leaves = np.flatnonzero((self.zone == z) & (self.layer == 0) & self.live)
+            if len(leaves):
+                reach = self.updown[np.ix_(leaves, members)].sum(axis=1)
+                key = [(-int(n), not (len(b) == 1 and x == b[0]), self.sn.switch(int(x)).edge or 0) for x, n in zip(leaves, reach)]
+                out[int(z)] = int(leaves[min(range(len(leaves)), key=key.__getitem__)])
+        return out
+
+    @cached_property
+    def cross_port(self) -> np.ndarray:
+        """[X, port] the port leads to a switch of another zone (an inter-zone link)."""
+        r, c, p = self.links
+        out = np.zeros(self.sn.peer_kind.shape, bool)
+        m = self.zone[r] != self.zone[p]
+        out[r[m], c[m]] = True
+        return out
+
+    def targets(self, lft: np.ndarray) -> np.ndarray:
+        """[zone, LID] the switch of each zone a destination is delivered to or leaves from:
+        its owner (leaf of a CA, the switch of a switch LID) in its own zone, and in any other
+        zone the leaf whose table sends it over an inter-zone link (-1: none, or not live)."""
+        sn = self.sn
+        nz = int(self.zone.max(initial=0)) + 1
+        out = np.full((nz, sn.max_lid + 1), -1, np.int64)
+        owner = np.where(sn.lid_switch >= 0, sn.lid_switch, sn.ca_switch)
+        has = (owner >= 0) & self.live_lids
+        out[self.zone[owner[has]], np.flatnonzero(has)] = owner[has]
+        rows = np.flatnonzero(self.live & (self.layer == 0) & self.cross_port.any(axis=1))
+        for x in rows[::-1]:  # the first such leaf wins
+            leaves = self.cross_port[x, np.minimum(lft[x].astype(np.int64), sn.max_port)] & (lft[x] != 0)
+            lids = np.flatnonzero(leaves & has & (self.zone[np.maximum(owner, 0)] != self.zone[x]))
+            out[self.zone[x], lids] = x
+        return out
+
+    def candidates(self, x: int, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ports, mask[len(target), len(ports)]): which of switch x's same-zone ports are legal
+        next hops towards each target: down towards it if x is above it, else up towards it;
+        a switch that reaches it neither way heads for the zone's turn leaf (by the same rule)
+        and turns up there; failing that, it goes down to any switch that reaches the target."""
+        r, c, p = self.links
+        mine = (r == x) & (self.zone[p] == self.zone[x])
+        ports, peers = c[mine], p[mine]
+        lower = (self.layer[peers] < self.layer[x])[None, :]
+        higher = (self.layer[peers] > self.layer[x])[None, :]
+
+        def legal(t: np.ndarray) -> np.ndarray:
+            t = t[:, None]
+            return np.where(self.down[x, t], lower & self.down[peers[None, :], t],
+                            higher & self.updown[x, t] & self.updown[peers[None, :], t])
+
+        mask = legal(target)
+        turn = self.turn_leaf.get(int(self.zone[x]), x)
+        stuck = ~self.updown[x, target]
+        if stuck.any():
+            via = self.updown[turn, target] & self.updown[x, turn] & (turn != x)
+            towards_turn = legal(np.array([turn]))[0]
+            mask[stuck] = np.where(via[stuck, None], towards_turn[None, :],
+                                   lower & self.updown[peers[None, :], target[stuck, None]])
+        mask &= (target != x)[:, None]
+        return ports, mask
