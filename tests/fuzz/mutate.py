@@ -19,7 +19,7 @@ from loom.model.reading import load_yaml
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topology"
 #: Seed models and how often each is drawn: routing the larger ones costs seconds per case.
-BASES = {"tiny": 30, "c4-dualport": 20, "fat-tree-3": 20, "eflops-bigraph": 14, "fire-flyer-2": 14, "roce-4plane": 2}
+BASES = {"tiny": 30, "c4-dualport": 20, "fat-tree-3": 20, "eflops-bigraph": 14, "fire-flyer-2": 14, "roce-4plane": 1}
 
 HOSTILE_NAMES = ["../../etc/passwd", "/tmp/x", "a/b", "..", "a\nb", "x\n0.0.0.0/0 via 6.6.6.6", "$(reboot)", "`id`",
                  "a;b", "[red]x[/red]", "[/x]", "a b", "x" * 300, "", "é", "\x00", "{index.__class__}", "{group.__init__}",
@@ -123,14 +123,18 @@ def _mutate(rng: random.Random, doc: dict) -> str:
 
 def _faults(rng: random.Random, doc: dict) -> str:
     """What the floor does to a fabric: up-links missing (random ones, or every up-link of one
-    leaf), nodes pinned to chosen leaves, inter-zone links moved to chosen leaves."""
+    leaf), switches down, nodes pinned to chosen leaves, inter-zone links moved to chosen leaves."""
     zones = [z for z in doc.get("zones", []) if isinstance(z, dict) and isinstance(z.get("leaf_up"), int)]
     if not zones:
         return "faults (skipped: no fat-tree zone)"
     z = rng.choice(zones)
     leaves = z.get("leaves", z.get("leaves_per_pod", 1) * z.get("pods", 1))
     leaves = leaves if isinstance(leaves, int) and 0 < leaves < 10_000 else 4
-    what = rng.choice(["whole_leaf", "random_links", "pin", "inter_zone"])
+    what = rng.choice(["whole_leaf", "random_links", "switch_down", "pin", "inter_zone"])
+    if what == "switch_down":
+        role = rng.choice(["leaf", "spine", "core"])
+        z.setdefault("missing_switches", []).append({"role": role, "index": rng.randrange(leaves + 1), "plane": rng.choice([0, 0, 1])})
+        return f"faults: a {role} of zone {z.get('name')} down"
     if what == "whole_leaf":
         leaf = rng.randrange(leaves)
         z.setdefault("missing_links", []).extend({"leaf": leaf, "up_port": u} for u in range(min(z["leaf_up"], 256)))
