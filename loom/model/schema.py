@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .names import EnvVar, Label, Name
+from .names import EnvVar, Name
 
 #: Link speeds by name, in Gb/s for a 4x link (IB) or one port (Ethernet). Seed 004.
 SPEEDS_GBPS: dict[str, int] = {
@@ -260,8 +260,8 @@ class Layout(Strict):
 
 
 class Cabling(Strict):
-    site: Label = Field(description="site name printed on every cable end")
-    catalogue: str = Field(max_length=255, description="cable catalogue file (YAML), relative to the model file")
+    site: Name = Field(description="site name printed on every cable end")
+    catalogue: str = Field(max_length=255, pattern=r"^[^\x00-\x1f\x7f]+$", description="cable catalogue file (YAML), relative to the model file")
     slack_m: float = Measure(100, default=1.0, ge=0, description="slack added to every measured cable run")
 
 
