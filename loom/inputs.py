@@ -1,11 +1,11 @@
 """Files and values given on the command line, read strictly.
 
-`--lfts` dumps, plans, host facts, cable catalogues and git revisions come from outside the
+`--lfts` dumps, plans, host facts and git revisions come from outside the
 model, often from another tool or another person.  Each is read through the bounded reader
 (`loom.model.reading`), parsed against its exact format, and refused with `InputError` naming the
-file, the line and the fix.  No refusal quotes the file's content back (a catalogue path
-pointing at a secrets file must not print the secret), and no value reaches `git` where it
-could be read as an option.
+file, the line and the fix.  No refusal quotes the file's content back (a file named by
+mistake may hold secrets), and no value reaches `git` where it could be read as an option.
+Cable catalogues, named by the model, are confined and read in `loom.model.catalogue`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from loom.model.catalogue import catalogue_path  # noqa: F401 - re-exported: catalogues are CLI-named files too
 from loom.model.errors import ModelError
 from loom.model.names import Name
-from loom.model.reading import load_yaml, read_text
+from loom.model.reading import read_text
 
 
 class InputError(Exception):
@@ -181,15 +180,6 @@ def read_fact_files(directory: Path, names: dict[str, str]) -> dict[str, str]:
         raise InputError(f"{directory}: missing fact files {', '.join(missing)} (gather them with "
                          "`nvidia-smi topo -m`, `lspci -vvv`, `numactl -H`)")
     return {k: _text(directory / f, "fact file") for k, f in names.items()}
-
-
-# ------------------------------------------------------------------------------ catalogues
-
-def read_catalogue_data(path: Path) -> object:
-    try:
-        return load_yaml(path, "cable catalogue")
-    except ModelError as exc:
-        raise InputError(exc.problems[0].render(exc.file)) from None
 
 
 # --------------------------------------------------------------------------- git revisions

@@ -48,14 +48,14 @@ def load_catalogue(model_path: Path, relative: str) -> Catalogue:
     directory or `topology/`); errors name the field, never quote the file's content."""
     from pydantic import ValidationError
 
-    from loom.inputs import InputError, read_catalogue_data
+    from .reading import load_yaml
 
     try:
         path = catalogue_path(model_path, relative)
-        data = read_catalogue_data(path)
-    except (ValueError, InputError) as exc:
-        raise ModelError(str(model_path), [Problem("cabling.catalogue", f"cannot use the cable catalogue: {exc}",
+    except ValueError as exc:
+        raise ModelError(str(model_path), [Problem("cabling.catalogue", f"the cable catalogue {exc}",
                                                    "give a catalogue path under the model's directory, e.g. catalogue/nvidia-hdr.yaml")]) from None
+    data = load_yaml(path, "cable catalogue")  # a ModelError here names the catalogue, its line and the fix
     try:
         return Catalogue.model_validate(data)
     except ValidationError as exc:
