@@ -14,7 +14,6 @@ import base64
 import binascii
 import gzip
 import io
-import os
 import re
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from loom.model.errors import ModelError
+from loom.model.limits import MAX_UNICAST_LID
 from loom.model.names import Name
 from loom.model.reading import read_text
 
@@ -43,7 +43,6 @@ def _text(path: Path, what: str, tables: bool = False) -> str:
 _HEADER = re.compile(r"^Unicast lids \[\S+\] of switch Lid (\d+) guid 0x([0-9a-fA-F]{1,16})\b")
 _ENTRY = re.compile(r"^0x([0-9a-fA-F]{1,4}) (\d{1,3})(?:\s|$)")
 _SKIP = re.compile(r"^(?:\s*$|#|\d+ (?:valid )?lids dumped\s*$|\s+Lid\s+Out\b|\s+Port\s+Info\b)")
-MAX_UNICAST_LID = 0xBFFF
 
 
 def read_lft_dump(path: Path, subnet, engine: str):

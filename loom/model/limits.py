@@ -16,7 +16,7 @@ from typing import Iterator
 
 from .names import pattern_problem
 from .rules import Finding
-from .schema import ASN_MAX, BiGraph, FatTree2, FatTree3, Model
+from .schema import ASN_MAX, FatTree2, FatTree3, Model
 
 #: An IB switch port number is 8 bits; 0 is the switch's management port and an LFT entry of
 #: 255 means "no route" (OpenSM's OSM_NO_PATH, and Loom's NO_ROUTE), so ports are 1..254.
