@@ -37,7 +37,7 @@ class YamlLimits:
     """What a model may hold.  The reference models use well under a tenth of each."""
 
     depth: int = 32  # nesting, counted through aliases and merge keys
-    nodes: int = 200_000  # scalars, lists and mappings once every alias is expanded
+    nodes: int = 100_000  # scalars, lists and mappings once every alias is expanded
     aliases: int = 2_000  # `*name` references in the text
     digits: int = 24  # characters of a number: more cannot be a port, count or ASN
 
