@@ -18,8 +18,9 @@ import yaml
 from loom.model.reading import load_yaml
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topology"
-#: Seed models and how often each is drawn: routing the larger ones costs seconds per case.
-BASES = {"tiny": 30, "c4-dualport": 20, "fat-tree-3": 20, "eflops-bigraph": 14, "fire-flyer-2": 14, "roce-4plane": 1}
+#: Seed models and how often each is drawn: a valid mutant of fire-flyer-2 costs ~6 s to route,
+#: check and render, of tiny ~0.3 s; a refused one ~0.02 s.
+BASES = {"tiny": 30, "c4-dualport": 20, "fat-tree-3": 20, "eflops-bigraph": 14, "fire-flyer-2": 6, "roce-4plane": 1}
 
 HOSTILE_NAMES = ["../../etc/passwd", "/tmp/x", "a/b", "..", "a\nb", "x\n0.0.0.0/0 via 6.6.6.6", "$(reboot)", "`id`",
                  "a;b", "[red]x[/red]", "[/x]", "a b", "x" * 300, "", "é", "\x00", "{index.__class__}", "{group.__init__}",

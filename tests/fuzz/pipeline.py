@@ -19,7 +19,7 @@ REFUSALS = (ModelError, RoutingError)
 OUT = Path("/nonexistent-loom-fuzz-out")  # never written: `inside` only resolves paths
 #: The inventory is a YAML file per host (PyYAML's pure-Python emitter: ~7-50 ms each); fabrics up to
 #: this size get one, larger ones would spend the case's time budget dumping YAML.
-INVENTORY_NODES = 40
+INVENTORY_NODES = 24
 #: Fabrics with more NIC ports are validated, expanded and summarised only (routing the 32,768-GPU
 #: fabric takes half a minute: a few such cases would take the whole budget of a campaign).
 ROUTE_PORTS = 5000
