@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap
 
-.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce validate show check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -46,6 +46,13 @@ run: setup
 
 inventory: setup
 	$(BIN)/loom inventory $(MODEL)
+
+# the lock file topology/$(FABRIC).lock.json: write/update it after a model change, or check it
+lock: setup
+	$(BIN)/loom lock $(MODEL)
+
+lock-check: setup
+	$(BIN)/loom lock $(MODEL) --check
 
 sim-up sim-down sim-status: setup
 	$(BIN)/loom sim $(subst sim-,,$@) $(MODEL)

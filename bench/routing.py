@@ -32,7 +32,9 @@ from loom.push.sim import SimFabric, ibdmchk, tools_missing  # noqa: E402
 from loom.render.opensm import guid2lid, lfts_dump, tables_from_dump  # noqa: E402
 from loom.routing import route  # noqa: E402
 
-MODELS = [ROOT / "bench/models/ff2-one-zone.yaml", ROOT / "topology/fire-flyer-2.yaml", ROOT / "bench/models/ft3-large.yaml"]
+MODELS = [ROOT / "bench/models/ff2-one-zone.yaml", ROOT / "topology/fire-flyer-2.yaml", ROOT / "bench/models/ft3-large.yaml",
+          ROOT / "bench/models/oversubscribed-2to1.yaml", ROOT / "bench/models/odd-11x7.yaml",
+          ROOT / "bench/models/partly-populated.yaml", ROOT / "bench/models/degraded-zone.yaml"]
 ENGINES = ("ftree", "updn", "dfsssp")
 
 
@@ -41,8 +43,10 @@ def figures(t) -> dict:
     b = check_balance(walk)
     ebb = effective_bisection_bandwidth(walk, 200)
     storage = b.per_role.get("storage", {})
+    down = b.levels.get("spine_down", {})
     return {
         "max": b.max_dest_per_up_port, "lb": b.lower_bound,
+        "spine_down": down.get("max", "-"), "over": sum(v["over_bound"] for v in b.levels.values()),
         "storage": f"{storage.get('max_dest_per_up_port', '-')}/{storage.get('lower_bound', '-')}",
         "iz": f"{b.inter_zone['max_dest_per_link']}/{b.inter_zone['lower_bound']}" if b.inter_zone else "-",
         "ebb": sum(ebb.values()) / len(ebb),
@@ -104,12 +108,17 @@ def main(models: list[str]) -> int:
                   f"{loom:.2f}", f"{r['opensm_file']:.2f}", f"{r['opensm_ftree']:.2f}", f"{r['opensm_updn']:.2f}",
                   f"{r['opensm_dfsssp']:.2f}", f"{r['ibdmchk']:.2f}", r["ibdmchk_verdict"], f"{(r['opensm_ftree'] + r['ibdmchk']) / loom:.1f}×")
     console.print(t)
-    b = Table(title="Balance, measured by Loom on each engine's LFTs (destinations per leaf up-port: max / lower bound)")
-    for col in ("fabric", "engine", "engine used", "max dest/up-port", "lower bound", "storage max/bound",
+    b = Table(title="Balance, measured by Loom on each engine's LFTs (destinations per leaf up-port: max / lower bound; "
+              "spine down: max destinations per spine→leaf port; groups over their as-built bound)")
+    for col in ("fabric", "engine", "engine used", "max dest/up-port", "lower bound", "spine-down max (target ≤ ftree)",
+                "groups over bound", "storage max/bound",
                 "inter-zone max/bound", "eBB (200 bisections)", "CA credit-loop free", "unreachable CA pairs"):
         b.add_column(col)
     for r in bal:
-        b.add_row(r["fabric"], r["engine"], r["used"], str(r["max"]), str(r["lb"]), r["storage"], r["iz"],
+        ftree = next((x["spine_down"] for x in bal if x["fabric"] == r["fabric"] and x["engine"] == "opensm ftree"), None)
+        mark = "" if r["engine"] != "loom fattree" or ftree is None or r["spine_down"] <= ftree else " MISS"
+        b.add_row(r["fabric"], r["engine"], r["used"], str(r["max"]), str(r["lb"]), f"{r['spine_down']}{mark}", str(r["over"]),
+                  r["storage"], r["iz"],
                   f"{r['ebb']:.3f}", "yes" if r["deadlock_free"] else "NO", str(r["unreachable"]))
     console.print(b)
     return 0

@@ -33,9 +33,11 @@ def _fabric(path: Path) -> Fabric:
 
 
 def _print_model_error(path: Path, exc: ModelError) -> None:
-    err.print(f"[red]error:[/red] {escape(str(path))} is not a valid model", highlight=False)
+    is_lock = exc.file.endswith(".lock.json")
+    what = exc.file if is_lock else path
+    err.print(f"[red]error:[/red] {escape(str(what))} is not a valid {'lock file' if is_lock else 'model'}", highlight=False)
     for p in exc.problems:
-        err.print(p.render(str(path)), highlight=False, markup=False)
+        err.print(p.render(exc.file if is_lock else str(path)), highlight=False, markup=False)
 
 
 def _write(path: Path, data: str | bytes) -> None:
@@ -139,18 +141,31 @@ ENGINE_OPT = typer.Option("fattree", "--engine", help="routing engine")
 @app.command("route")
 def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
               engine: str = ENGINE_OPT) -> None:
-    """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid and DIR/summary.json."""
+    """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid, DIR/topology.net (the
+    fabric as it stands, in the ibnetdiscover/ibsim format), DIR/qos-policy.conf (OpenSM -Y, when
+    cross-zone traffic needs its own VLs) and DIR/summary.json."""
     import hashlib
 
+    from loom.qos import plan_qos
+    from loom.qos.render import opensm_qos_policy
+    from loom.render.ibsim import ibsim_net
     from loom.render.opensm import guid2lid, lfts_dump
 
     fabric, tables = _route(model, engine)
+    qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
     summary = {"fabric": fabric.name, "model": str(model), "engine": engine, "planes": []}
     for t in tables:
         d = out_dir if fabric.planes == 1 else out_dir / f"plane{t.subnet.plane}"
         dump = lfts_dump(t)
         _write(d / "lfts.dump", dump)
         _write(d / "guid2lid", guid2lid(t))
+        if fabric.technology == "infiniband":
+            _write(d / "topology.net", ibsim_net(fabric, t.subnet.plane))
+        policy = opensm_qos_policy(fabric, qos, t.subnet.plane) if qos else None
+        if policy:
+            _write(d / "qos-policy.conf", policy)
+        for w in t.warnings:
+            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
         summary["planes"].append({
             "plane": t.subnet.plane, "dir": str(d), "switches": t.subnet.n, "max_lid": t.subnet.max_lid,
             "ca_ports": len(t.subnet.ca_lids), "lft_entries": int((t.lft != 255).sum()),
@@ -229,6 +244,9 @@ def _print_check(name: str, p: dict) -> None:
     out.print(f"  deadlock-free:  {verdict(p['deadlock_free'])}  {p['deadlock']['channels']} channels, "
               f"{p['deadlock']['dependencies']} dependencies (CA-to-CA only: "
               f"{'free' if p['deadlock']['ca_to_ca_deadlock_free'] else 'LOOP'})")
+    if p.get("cross_zone_vls"):
+        out.print("    cross-zone: inter-zone links leave a zone from several leaves, so traffic to lower-numbered zones "
+                  "rides a second VL per class (its SL = class SL + classes; one VL could not stay loop-free)")
     if p["qos"]:
         q = p["qos"]
         out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(
@@ -262,6 +280,55 @@ def _print_check(name: str, p: dict) -> None:
         out.print(f"  [yellow]warning:[/yellow] {w}", highlight=False)
 
 
+@app.command("lock")
+def lock_cmd(model: Path = MODEL_ARG,
+             check: bool = typer.Option(False, "--check", help="exit 1 if the lock file and the model disagree "
+                                        "(or the lock was edited by hand); write nothing"),
+             relayout: bool = typer.Option(False, "--relayout", help="start over: place everything by policy, "
+                                           "ignoring the lock (devices may move, LIDs may be renumbered)")) -> None:
+    """Write or update MODEL's lock file (`<model>.lock` next to it): every device's rack and RU,
+    every NIC port's switch port, every GUID and LID.  Existing things keep their place; new
+    ones take free places; removed ones free theirs."""
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import differences, digest, lock_of, lock_text
+
+    if check and relayout:
+        err.print("[red]error:[/red] --check and --relayout exclude each other")
+        raise typer.Exit(2)
+    path = lock_path(model)
+
+    def refuse(problems: list[str]) -> None:
+        for x in problems:
+            err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
+        raise typer.Exit(1)
+
+    try:
+        old = read_lock(path)
+        if check and old is None:
+            refuse([f"no lock file; fix: run `loom lock {model}` and commit {path}"])
+        if check and old.digest != digest(old):
+            refuse(["the file was edited by hand (its digest does not match); fix: revert it "
+                    f"(`git checkout -- {path}`), or accept the edit with `loom lock {model}`"])
+        fabric = load_fabric(model, None if relayout else old)
+    except ModelError as exc:
+        _print_model_error(model, exc)
+        raise typer.Exit(1) from None
+    new = lock_of(fabric, fabric.switch_lid_base)
+    if check:
+        problems = [f"{x}; fix: run `loom lock {model}` and commit {path}" for x in differences(old, new)]
+        for x in problems:
+            err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
+        if not problems:
+            out.print(f"{path}: matches {model}", highlight=False)
+        raise typer.Exit(1 if problems else 0)
+    before = (set(old.nodes) | set(old.switches)) if old else set()
+    after = set(new.nodes) | set(new.switches)
+    _write(path, lock_text(new))
+    out.print(f"wrote {path}: {len(new.switches)} switches, {len(new.nodes)} nodes, {len(new.racks)} racks "
+              f"({len(after - before)} added, {len(before - after)} removed{', relaid out' if relayout else ''})",
+              highlight=False)
+
+
 @app.command()
 def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for the generated references")) -> None:
     """Write the references generated from the code: docs/model.md, docs/cabling.md."""
@@ -274,7 +341,8 @@ def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for
 
 
 def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: str) -> tuple[Path, str]:
-    """The model file of one side of a diff: a file, a git revision of MODEL, or MODEL itself."""
+    """The model file of one side of a diff: a file, a git revision of MODEL (with its lock file
+    at that revision beside it), or MODEL itself."""
     import subprocess
 
     from loom.inputs import InputError, git_revision
@@ -300,9 +368,27 @@ def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label:
     show = subprocess.run(["git", "show", f"{sha.stdout.strip()}:{rel}"], cwd=top.stdout.strip(), capture_output=True)
     if show.returncode != 0:
         raise _DiffError(f"cannot read {rel} at revision {rev}: {show.stderr.decode(errors='replace').strip()}")
-    path = tmp / f"{label}-{model.name}"
+    path = tmp / label / model.name
+    path.parent.mkdir(exist_ok=True)
     path.write_bytes(show.stdout)
+    from loom.expand import lock_path
+
+    lock = subprocess.run(["git", "show", f"{rev}:{lock_path(rel)}"], cwd=top.stdout.strip(), capture_output=True)
+    if lock.returncode == 0:
+        lock_path(path).write_bytes(lock.stdout)
     return path, f"{rev}"
+
+
+def _side(path: Path, base: Fabric | None) -> Fabric:
+    """One side of a change: the model with its own lock file, else (the head of a change)
+    with the lock the base gives, so a change is judged against the floor as it stands."""
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import lock_of
+
+    lock = read_lock(lock_path(path))
+    if lock is None and base is not None:
+        lock = lock_of(base, base.switch_lid_base)
+    return load_fabric(path, lock)
 
 
 class _DiffError(Exception):
@@ -325,7 +411,6 @@ def diff_cmd(
     import tempfile
 
     from loom.checks.compare import compare, evaluate
-    from loom.expand import load_fabric
     from loom.render.diff_report import markdown, summary
 
     if fmt not in ("text", "markdown", "json"):
@@ -339,14 +424,15 @@ def diff_cmd(
         for label, rev, file in (("base", base, base_file), ("head", head, head_file)):
             try:
                 path, name = _model_at(model, rev, file, Path(tmp), label)
-                sides.append(evaluate(name, load_fabric(path), hint=sides[0] if sides else None))
+                sides.append(evaluate(name, _side(path, sides[0].fabric if sides else None), hint=sides[0] if sides else None))
             except _DiffError as exc:
                 _print_error(exc)
                 raise typer.Exit(2) from None
             except ModelError as exc:
                 err.print(f"[red]error:[/red] the {label} model is not valid", highlight=False)
                 for p in exc.problems:
-                    err.print(p.render(name if rev else str(path)), highlight=False, markup=False)
+                    err.print(p.render(exc.file if exc.file.endswith(".lock.json") else name if rev else str(path)),
+                              highlight=False, markup=False)
                 raise typer.Exit(2) from None
     d = compare(*sides, tolerance=tolerance)
     if fmt == "json":
@@ -377,16 +463,16 @@ def _cable_plan(path: Path, fabric: Fabric):
 @app.command()
 def cabling(
     args: list[str] = typer.Argument(..., help="MODEL, or: diff OLD NEW (model files)"),
-    fmt: str = typer.Option("csv", "--format", help="csv, xlsx or html (diff: text or csv)"),
+    fmt: str = typer.Option("csv", "--format", help="csv, labels (label-printer CSV), xlsx or html (diff: text or csv)"),
     out_file: Path | None = typer.Option(None, "--out", help="file to write (default: standard output for text)"),
     base: str | None = typer.Option(None, "--base", help="diff: git revision of NEW to use as OLD"),
 ) -> None:
-    """Cabling sheets: `loom cabling MODEL --format csv|xlsx|html --out PATH`;
+    """Cabling sheets: `loom cabling MODEL --format csv|labels|xlsx|html --out PATH`;
     change sheets: `loom cabling diff OLD NEW` (or `diff MODEL --base REV`)."""
     import tempfile
 
     if args[0] == "diff":
-        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text
+        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text, pull_list
 
         if len(args) == 3:
             old_p, new_p = Path(args[1]), Path(args[2])
@@ -399,13 +485,19 @@ def cabling(
             except _DiffError as exc:
                 _print_error(exc)
                 raise typer.Exit(1) from None
-            (Path(tmpdir.name) / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
+            (old_p.parent / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
         else:
             err.print("[red]error:[/red] use `loom cabling diff OLD NEW` or `loom cabling diff MODEL --base REV`")
             raise typer.Exit(2)
-        old_f, new_f = _fabric(old_p), _fabric(new_p)
-        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, _cable_plan(new_p, new_f))
-        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines)
+        old_f = _fabric(old_p)
+        try:
+            new_f = _side(new_p, old_f)
+        except ModelError as exc:
+            _print_model_error(new_p, exc)
+            raise typer.Exit(1) from None
+        new_plan = _cable_plan(new_p, new_f)
+        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, new_plan)
+        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines, pull_list(lines, new_plan))
         if tmpdir:
             tmpdir.cleanup()
     else:
@@ -419,6 +511,10 @@ def cabling(
             from loom.render.cabling import to_csv
 
             text = to_csv(plan)
+        elif fmt == "labels":
+            from loom.render.labels import to_labels_csv
+
+            text = to_labels_csv(plan)
         elif fmt == "html":
             from loom.render.cabling_docs import to_html
 
@@ -433,7 +529,7 @@ def cabling(
             out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False, markup=False)
             return
         else:
-            err.print(f"[red]error:[/red] --format must be csv, xlsx or html, not {escape(str(fmt))}")
+            err.print(f"[red]error:[/red] --format must be csv, labels, xlsx or html, not {escape(str(fmt))}")
             raise typer.Exit(2)
     if out_file is None:
         sys.stdout.write(text)

@@ -47,41 +47,50 @@ _SKIP = re.compile(r"^(?:\s*$|#|\d+ (?:valid )?lids dumped\s*$|\s+Lid\s+Out\b|\s
 
 def read_lft_dump(path: Path, subnet, engine: str):
     """`opensm-lfts.dump` / `dump_fts` file → `Tables` over `subnet`, every line checked: a
-    header per switch, `0xLID PORT` entries under it, with ports the switch has."""
+    header per switch, `0xLID PORT` entries under it; then the switches and LIDs must be the
+    model's (`loom.render.opensm.match_dump`) and every port one the switch has."""
+    from loom.render.opensm import DumpMismatch, match_dump, parse_lfts_dump
     from loom.routing.base import NO_ROUTE, Tables
 
     text = _text(path, "LFT dump", tables=True)
-    row_of = {subnet.switch(r).guid: r for r in range(subnet.n)}
-    lft = np.full((subnet.n, subnet.max_lid + 1), NO_ROUTE, dtype=np.uint8)
-    current, seen = None, set()
     fix = "give an opensm-lfts.dump or dump_fts output of this model's subnet"
+    entries: list[tuple[int, int, int, int]] = []  # (line, switch guid, lid, port)
+    current, seen = None, set()
 
     def bad(n: int, why: str) -> InputError:
         return InputError(f"{path}:{n}: not an LFT dump line ({why})\n  fix: {fix}")
 
+    if not any(_HEADER.match(line) for line in text.splitlines()):
+        raise InputError(f"{path}: not the tables of {subnet.fabric.name}: holds no forwarding tables "
+                         f"(no `Unicast lids ... of switch ...` block)\n  fix: {fix}")
     for n, line in enumerate(text.splitlines(), 1):
         if m := _HEADER.match(line):
-            guid = int(m.group(2), 16)
-            if guid in seen:
-                raise bad(n, f"switch guid 0x{guid:016x} appears twice")
-            seen.add(guid)
-            current = row_of.get(guid, -1)
+            current = int(m.group(2), 16)
+            if current in seen:
+                raise bad(n, f"switch guid 0x{current:016x} appears twice")
+            seen.add(current)
+        elif "Unicast lids" in line:
+            raise bad(n, "`Unicast lids` outside a switch header")
         elif m := _ENTRY.match(line):
             if current is None:
                 raise bad(n, "an entry before the first `Unicast lids ... of switch` header")
             lid, port = int(m.group(1), 16), int(m.group(2))
             if not 0 < lid <= MAX_UNICAST_LID:
                 raise bad(n, f"LID 0x{lid:04x} is not a unicast LID")
-            if current < 0 or lid > subnet.max_lid:
-                continue  # a switch or LID of another subnet: not ours to check
-            ports = subnet.switch(current).ports
-            if port != NO_ROUTE and port > ports:
-                raise bad(n, f"port {port} on switch {subnet.switch(current).name}, which has {ports} ports")
-            lft[current, lid] = port
+            entries.append((n, current, lid, port))
         elif not _SKIP.match(line):
             raise bad(n, "expected a switch header, `0xLID PORT`, or `N lids dumped`")
-    if not seen & row_of.keys():
-        raise InputError(f"{path}: no switch of {subnet.fabric.name} in the file (no header with one of its GUIDs)\n  fix: {fix}")
+    try:
+        match_dump(subnet, parse_lfts_dump(text), text)
+    except DumpMismatch as exc:
+        raise InputError(f"{path}: not the tables of {subnet.fabric.name}: {exc}\n  fix: {fix}") from None
+    row_of = {subnet.switch(r).guid: r for r in range(subnet.n)}
+    lft = np.full((subnet.n, subnet.max_lid + 1), NO_ROUTE, dtype=np.uint8)
+    for n, guid, lid, port in entries:
+        row = row_of[guid]
+        if port != NO_ROUTE and port > subnet.switch(row).ports:
+            raise bad(n, f"port {port} on switch {subnet.switch(row).name}, which has {subnet.switch(row).ports} ports")
+        lft[row, lid] = port
     return Tables(subnet, lft, engine)
 
 

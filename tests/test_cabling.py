@@ -55,6 +55,25 @@ def test_xlsx_sheets_per_row_and_bom_sums(tmp_path):
     assert sum(i["count"] for i in items if i["item"] == "cable") == 3188
     fibre = sum(i["count"] for i in items if i["item"] == "cable" and i["media"] == "fiber")
     assert sum(i["count"] for i in items if i["item"] == "transceiver") == 2 * fibre
+    # numbers as numbers, autofilter, print titles, widths; a bill of materials per rack
+    ws = rows[0]
+    header = [c.value for c in ws[1]]
+    first = dict(zip(header, [c.value for c in ws[2]]))
+    assert isinstance(first["a_ru"], int) and isinstance(first["length_m"], (int, float)) and isinstance(first["run_m"], float)
+    assert ws.auto_filter.ref and ws.print_title_rows == "$1:$1" and ws.column_dimensions["B"].width > 20
+    rack_bom = wb["Rack BOM"]
+    assert sum(r[6].value for r in rack_bom.iter_rows(min_row=2) if r[1].value == "cable") == 3188
+
+
+def test_labels_one_per_cable_end_fit_the_label(tmp_path):
+    out = tmp_path / "labels.csv"
+    cabling(str(FF2), "--format", "labels", "--out", str(out))
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert len(rows) == 2 * 3188 and {r["end"] for r in rows} == {"A", "B"}
+    lines = [r[f"line{i}"] for r in rows for i in range(1, 5)]
+    assert max(len(x) for x in lines) <= 25
+    a = next(r for r in rows if r["cable_id"] == "z0-leaf0/1" and r["end"] == "A")
+    assert a["line1"] == "z0-leaf0/1" and "z0-c000" in a["line2"] and a["line3"].startswith("→ ") and "z0-leaf0" in a["line3"]
 
 
 def test_html_renders_in_chromium_one_section_per_rack(tmp_path):
@@ -71,8 +90,14 @@ def test_html_renders_in_chromium_one_section_per_rack(tmp_path):
     fabric = load_fabric(TOPO / "tiny.yaml")
     racks_with_cables = {s.rack for s in fabric.switches} | {n.rack for n in fabric.nodes}
     assert dom.stdout.count('<section class="rack"') == len(racks_with_cables)
+    assert dom.stdout.count('<svg xmlns="http://www.w3.org/2000/svg" class="elevation"') == len(racks_with_cables)
     for rack in racks_with_cables:
-        assert f'id="rack-{rack}"' in dom.stdout
+        assert f'id="rack-{rack}"' in dom.stdout and f'href="#rack-{rack}"' in dom.stdout
+    # every device drawn once, at its RU; the fabric picture has a legend
+    assert dom.stdout.count('<g class="device"') == len(fabric.switches) + len(fabric.nodes)
+    leaf = next(s for s in fabric.switches if s.role == "leaf")
+    assert f'<title>{leaf.name}: U{leaf.ru}' in dom.stdout
+    assert '<g class="legend">' in dom.stdout and "inter-zone link" in dom.stdout
     png = tmp_path / "shot.png"
     shot = subprocess.run([*flags, f"--screenshot={png}", "--window-size=1200,1600", html.as_uri()],
                           capture_output=True, text=True, timeout=120)

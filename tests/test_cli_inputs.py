@@ -44,8 +44,8 @@ def test_lfts_dump_of_loom_is_read(tmp_path, dump):
     (lambda d: d.split("\n", 1)[1], "an entry before the first"),
     (lambda d: d.replace(" 001 #", " 250 #", 1), "port 250 on switch"),
     (lambda d: d.replace("0x0001 ", "0xc001 ", 1), "is not a unicast LID"),
-    (lambda d: d.replace("guid 0x0002c9", "guid 0x0012c9"), "no switch of tiny in the file"),
-    (lambda d: "", "no switch of tiny in the file"),
+    (lambda d: d.replace("guid 0x0002c9", "guid 0x0012c9"), "is not a switch of this model"),
+    (lambda d: "", "holds no forwarding tables"),
 ])
 def test_bad_lfts_dump(tmp_path, dump, mangle, expect):
     (tmp_path / "d").write_text(mangle(dump))

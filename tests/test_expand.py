@@ -114,8 +114,10 @@ def test_same_model_byte_identical_expansion(name, tmp_path):
 
 def test_infiniband_identities_unique_and_sequential():
     f = expand(load_model(TOPO / "fire-flyer-2.yaml"))
-    lids = [p.lid for p in f.ports] + [s.lid for s in f.switches]
-    assert sorted(lids) == list(range(1, len(lids) + 1))  # one subnet: LIDs 1..n, CA ports first
+    # one subnet: CA ports 1..n, switches from their own range (room for the CA ports to double)
+    assert [p.lid for p in f.ports] == list(range(1, len(f.ports) + 1))
+    assert f.switch_lid_base == 4096 >= 2 * len(f.ports)
+    assert [s.lid for s in f.switches] == list(range(4096, 4096 + len(f.switches)))
     guids = [p.guid for p in f.ports] + [s.guid for s in f.switches]
     assert len(set(guids)) == len(guids)
 

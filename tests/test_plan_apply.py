@@ -16,7 +16,7 @@ from loom.push.daemon import Daemons, alive
 from loom.push.plan import apply_plan, read_plan, unpack
 from loom.push.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
-from loom.routing import route
+from loom.routing import route, subnet
 
 TOPO = Path(__file__).parent.parent / "topology"
 TINY = str(TOPO / "tiny.yaml")
@@ -88,15 +88,19 @@ def test_moving_a_storage_node_plans_its_routes(tiny_up, tmp_path):
     st00 = {p.lid for p in after.ports if after.nodes[p.node].name == "st00"}
     names = {m["name"] for m in plan["changes"]["destinations_moved"]}
     assert {"st00-hca0", "st00-hca1"} <= names
-    # other destinations move only on the leaves the node left and joined (their up-ports rebalance)
+    # other destinations move only on the leaves the node left and joined (their up-ports
+    # rebalance), or between a spine's parallel links into those leaves (their down-ports do)
     old_leaves = {"z0-leaf1", "z1-leaf1"}
     new_leaves = {"z0-leaf2", "z1-leaf2"}
     want, prev = parse_lfts_dump(unpack(plan["desired_lfts"])), parse_lfts_dump(unpack(plan["previous_lfts"]))
     by_guid = {s.guid: s.name for s in after.switches}
+    sn = subnet(after, 0)
     for guid, entries in want.items():
         for lid, port in entries.items():
             if prev[guid].get(lid) != port and lid not in st00:
-                assert by_guid[guid] in old_leaves | new_leaves, (by_guid[guid], lid)
+                on_leaf = sn.name(int(sn.ca_switch[lid])) if sn.ca_switch[lid] >= 0 else None
+                assert by_guid[guid] in old_leaves | new_leaves or \
+                    ("spine" in by_guid[guid] and on_leaf in old_leaves | new_leaves), (by_guid[guid], lid)
     code, out = loom("apply", str(tmp_path / "p.json"))
     assert code == 0, out
     assert loom("plan", str(moved))[0] == 0

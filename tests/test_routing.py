@@ -13,6 +13,8 @@ from loom.checks import Walk, check_balance, check_deadlock, check_reachability,
 from loom.cli import app
 from loom.expand import expand
 from loom.model import load_model
+from loom.model.rules import zone_layers
+from loom.qos import plan_qos
 from loom.render.opensm import guid2lid, lfts_dump, parse_lfts_dump
 from loom.routing import route
 
@@ -93,16 +95,28 @@ def test_planted_credit_loop_on_fire_flyer(ff2):
     assert not d.deadlock_free and any("z1-spine" in hop for hop in d.cycle)
 
 
-def test_inter_zone_links_on_several_leaves_close_a_credit_loop(tmp_path):
+def test_inter_zone_links_on_several_leaves_need_a_vl_per_direction(tmp_path):
     text = (TOPO / "fire-flyer-2.yaml").read_text()
     spread = text.replace("a: {zone: z0, leaves: [39, 39, 39, 39]}", "a: {zone: z0, leaves: [36, 37, 38, 39]}") \
                  .replace("b: {zone: z1, leaves: [39, 39, 39, 39]}", "b: {zone: z1, leaves: [36, 37, 38, 39]}")
     assert spread != text
     (tmp_path / "spread.yaml").write_text(spread)
-    t = route(expand(load_model(tmp_path / "spread.yaml")))[0]
-    d = check_deadlock(Walk(t))
+    model = load_model(tmp_path / "spread.yaml")
+    t = route(expand(model))[0]
+    d = check_deadlock(Walk(t))  # on one VL: a cycle through both zones
     assert not d.deadlock_free
     assert any("z0-leaf3" in h and "z1-leaf3" in h for h in d.cycle)  # the cycle crosses the zones
+    assert check_deadlock(Walk(t), layers=zone_layers(model)).deadlock_free  # one VL set per direction: none
+    r = check_tables(t, ebb_samples=0, qos=plan_qos(model))
+    assert r["deadlock_free"] and r["cross_zone_vls"] and r["qos"]["ok"] and len(r["qos"]["per_vl"]) == 8
+
+
+def test_not_enough_vls_for_the_direction_split_is_refused(tmp_path):
+    text = (TOPO / "fire-flyer-2.yaml").read_text().replace("leaves: [39, 39, 39, 39]", "leaves: [36, 37, 38, 39]")
+    text = text.replace("limits: {data_vls: 8}", "limits: {data_vls: 4}")
+    (tmp_path / "spread.yaml").write_text(text)
+    result = runner.invoke(app, ["validate", str(tmp_path / "spread.yaml")])
+    assert result.exit_code == 1 and "needs VLs of its own" in result.output and "8 VLs" in result.output
 
 
 def test_dropped_entry_is_unreachable(tiny):
@@ -168,3 +182,15 @@ def test_loom_check_on_a_planted_table_file_prints_the_cycle(tmp_path, tiny):
     (tmp_path / "clean.dump").write_text(lfts_dump(tiny))
     r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / "clean.dump"), "--ebb-samples", "5"])
     assert r.exit_code == 0, r.output
+
+
+def test_check_refuses_a_table_file_that_is_not_the_fabrics(tmp_path, ff2):
+    (tmp_path / "empty.dump").write_text("nothing to see\n")
+    (tmp_path / "other.dump").write_text(lfts_dump(ff2))
+    for name, why in (("empty.dump", "holds no forwarding tables"), ("other.dump", "has LID")):
+        r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / name)])
+        assert r.exit_code == 1 and why in r.output and "Traceback" not in r.output, r.output
+    foreign = lfts_dump(ff2).replace("0x0002c9020000", "0x0009c9020000", 1)
+    (tmp_path / "foreign.dump").write_text(foreign)
+    r = runner.invoke(app, ["check", str(TOPO / "fire-flyer-2.yaml"), "--lfts", str(tmp_path / "foreign.dump")])
+    assert r.exit_code == 1 and "is not a switch of this model" in r.output, r.output

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from loom.model.rules import zone_layers
 from loom.routing.base import Tables
 
 from .balance import check_balance
@@ -20,8 +21,9 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
     `deadlock_free_single_vl` says whether the routing would also be safe on one VL."""
     walk = Walk(tables)
     reach = check_reachability(walk)
-    dead = check_deadlock(walk)
-    q = check_qos(walk, qos, dead.deadlock_free) if qos is not None else None
+    layers = zone_layers(tables.subnet.fabric.model)
+    dead = check_deadlock(walk, layers=layers)
+    q = check_qos(walk, qos, dead.deadlock_free and layers is None, layers) if qos is not None else None
     if q:
         vl_cycles = [v["cycle"] for v in q["per_vl"].values() if not v["deadlock_free"]]
         free, cycle = not vl_cycles, (vl_cycles[0] if vl_cycles else None)
@@ -35,7 +37,8 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
         "engine": tables.engine,
         "reachable": reach.reachable,
         "deadlock_free": free,
-        "deadlock_free_single_vl": dead.deadlock_free,
+        "deadlock_free_single_vl": dead.deadlock_free if layers is None else check_deadlock(walk).deadlock_free,
+        "cross_zone_vls": layers is not None,
         "cycle": cycle,
         "qos": q,
         "balance": bal.as_dict(),
@@ -45,7 +48,8 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
         "warnings": list(tables.warnings),
         "reachability": reach.as_dict(),
         "deadlock": {"channels": dead.channels, "dependencies": dead.dependencies,
-                     "ca_to_ca_deadlock_free": check_deadlock(walk, "ca").deadlock_free if not dead.deadlock_free else True},
+                     "ca_to_ca_deadlock_free": check_deadlock(walk, "ca", layers=layers).deadlock_free
+                     if not dead.deadlock_free else True},
     }
 
 

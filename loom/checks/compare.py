@@ -5,11 +5,15 @@ Both revisions are expanded, routed and checked; then compared by *names*, not n
 - forwarding: for every (switch, destination name) the out-port; LFT entries changed per
   switch; destinations *moved* (their own cabling changed), *rerouted* (cabling unchanged,
   some switch now forwards them elsewhere), added and removed;
-- cabling: host cables by (CA, port), switch cables by their two ends: added, removed, moved;
+- cabling and physical churn (`loom.expand.churn`, the same source as `loom cabling diff`):
+  cables added, removed and re-pulled, devices that changed rack or RU, NIC ports re-cabled,
+  LIDs renumbered;
 - verdicts before/after (reachable, deadlock-free, balance within bound), leaf up-ports above
   the bound, and node types whose host layout changed (the host settings derive from them).
-A regression is a verdict that held on base and fails on head, or balance further above its
-lower bound than on base by more than the tolerance.  Pure growth: nodes or cables added,
+A regression is a verdict that held on base and fails on head, balance further above its
+lower bound than on base by more than the tolerance, or physical churn (a device moved, a NIC
+port re-cabled, a cable re-pulled, a LID or address renumbered) beyond the nodes whose `pinned` entry the
+change edits, unless the head model says `relayout: true`.  Pure growth: nodes or cables added,
 nothing removed, no existing destination moved or rerouted.
 """
 
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loom.expand import HOST, Fabric
+from loom.expand import Fabric
+from loom.expand.churn import churn
 from loom.routing import route
 from loom.routing.base import NO_ROUTE, Tables
 
@@ -90,20 +95,6 @@ def raw_entries(t: Tables) -> dict[tuple[str, int], int]:
     return {(sn.name(int(r)), int(l)): int(t.lft[r, l]) for r, l in zip(rows, lids)}
 
 
-def cabling(f: Fabric) -> tuple[dict, set]:
-    """Host cables {(CA, port): (switch, port)} and switch cables {frozenset of two (switch, port)}."""
-    c = f.cables
-    hosts, links = {}, set()
-    for i in range(len(c)):
-        b = (f.switches[int(c.b_dev[i])].name, int(c.b_port[i]))
-        if c.a_kind[i] == HOST:
-            p = f.ports[int(c.a_dev[i])]
-            hosts[(p.ca, p.port)] = b
-        else:
-            links.add(frozenset([(f.switches[int(c.a_dev[i])].name, int(c.a_port[i])), b]))
-    return hosts, links
-
-
 def ports_above_bound(t: Tables) -> list[dict]:
     sn = t.subnet
     rows, cols, loads, bound = leaf_port_loads(Walk(t))
@@ -121,21 +112,18 @@ def compare(base: Side, head: Side, tolerance: int = 0) -> dict:
     if bb and bh and bh["excess"] > bb["excess"] + tolerance:
         regressions.append(f"balance: max {bh['max_dest_per_up_port']} destinations per up-port vs bound {bh['lower_bound']} "
                            f"(base {bb['max_dest_per_up_port']} vs {bb['lower_bound']}; tolerance {tolerance})")
-    hosts_b, links_b = cabling(base.fabric)
-    hosts_h, links_h = cabling(head.fabric)
-    cables = {
-        "added": sorted(f"{ca}/{p} -> {hosts_h[(ca, p)][0]}/{hosts_h[(ca, p)][1]}" for ca, p in set(hosts_h) - set(hosts_b))
-        + sorted(_link(l) for l in links_h - links_b),
-        "removed": sorted(f"{ca}/{p} -> {hosts_b[(ca, p)][0]}/{hosts_b[(ca, p)][1]}" for ca, p in set(hosts_b) - set(hosts_h))
-        + sorted(_link(l) for l in links_b - links_h),
-        "moved": sorted(f"{ca}/{p}: {hosts_b[(ca, p)][0]}/{hosts_b[(ca, p)][1]} -> {hosts_h[(ca, p)][0]}/{hosts_h[(ca, p)][1]}"
-                        for ca, p in set(hosts_b) & set(hosts_h) if hosts_b[(ca, p)] != hosts_h[(ca, p)]),
-    }
-    moved_cas = {ca for ca, p in set(hosts_b) & set(hosts_h) if hosts_b[(ca, p)] != hosts_h[(ca, p)]}
+    ch = churn(base.fabric, head.fabric)
+    cables = {k: sorted(c.text for c in ch.cables if c.action == a)
+              for k, a in (("added", "add"), ("removed", "remove"), ("moved", "move"))}
+    moved_cas = ch.recabled_cas
+    regressions += _churn_regressions(ch, base.fabric, head.fabric)
     out = {
         "base": {"label": base.label, "fabric": base.fabric.name, "verdicts": vb, "balance": bb},
         "head": {"label": head.label, "fabric": head.fabric.name, "verdicts": vh, "balance": bh},
         "cables": cables,
+        "churn": {**ch.counts(), "devices_moved": ch.devices_moved, "ports_recabled": ch.ports_recabled,
+                  "lids_renumbered": ch.lids_renumbered, "addresses_renumbered": ch.addresses_renumbered,
+                  "relayout": head.fabric.model.relayout},
         "host_settings_changed": _host_changes(base.fabric, head.fabric),
     }
     routing = {"lft_entries_changed": 0, "per_switch": {}, "destinations_moved": [], "destinations_rerouted": [],
@@ -166,9 +154,21 @@ def compare(base: Side, head: Side, tolerance: int = 0) -> dict:
     return out
 
 
-def _link(pair: frozenset) -> str:
-    (a, pa), (b, pb) = sorted(pair)
-    return f"{a}/{pa} <-> {b}/{pb}"
+def _churn_regressions(ch, base: Fabric, head: Fabric) -> list[str]:
+    """Churn the change did not ask for: anything but the nodes whose `pinned` entry it edits."""
+    if head.model.relayout:
+        return []
+    pins_b = {n: p for g in base.model.node_groups for n, p in g.pinned.items()}
+    pins_h = {n: p for g in head.model.node_groups for n, p in g.pinned.items()}
+    intended = {n for n in pins_b.keys() | pins_h.keys() if pins_b.get(n) != pins_h.get(n)}
+    extra = {k: v for k, v in ch.outside(intended).items() if v}
+    if not extra:
+        return []
+    words = {"devices_moved": "devices moved (rack/RU)", "ports_recabled": "NIC ports re-cabled",
+             "cables_repulled": "cables re-pulled", "lids_renumbered": "LIDs renumbered",
+             "addresses_renumbered": "addresses renumbered"}
+    return ["physical churn on a change that is not a relayout: " + ", ".join(f"{v} {words[k]}" for k, v in extra.items())
+            + " (keep the lock file next to the model, or say `relayout: true` in the model if this is on purpose)"]
 
 
 def _host_changes(a: Fabric, b: Fabric) -> list[str]:

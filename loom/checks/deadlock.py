@@ -41,12 +41,13 @@ class Deadlock:
         return dict(self.__dict__)
 
 
-def _visited(walk: Walk, lids: np.ndarray) -> np.ndarray:
-    """[sw, j] True where a packet from some CA to lids[j] passes through switch sw."""
+def _visited(walk: Walk, lids: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """[sw, j] True where a packet from a source switch (`seeds`, bool per switch) to lids[j]
+    passes through switch sw."""
     sn = walk.tables.subnet
     nxt = walk.next_switch[:, lids]
     seen = np.zeros((sn.n, len(lids)), bool)
-    seen[walk.cas_on_switch > 0, :] = True
+    seen[seeds, :] = True
     frontier = seen.copy()
     cols = np.arange(len(lids))
     for _ in range(sn.n):
@@ -62,9 +63,11 @@ def _visited(walk: Walk, lids: np.ndarray) -> np.ndarray:
     return seen
 
 
-def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = None,
+                 zones: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """(from channel ids, to channel ids, channel count): one entry per distinct dependency,
-    over packets to `lids` (default: every LID for "all" sources, CA LIDs for "ca")."""
+    over packets to `lids` (default: every LID for "all" sources, CA LIDs for "ca"), from sources
+    in the switches of `zones` (bool per switch; default: everywhere)."""
     sn, lft = walk.tables.subnet, walk.tables.lft
     ports = sn.max_port + 1
     if lids is None:
@@ -73,8 +76,9 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
     out_port = lft[:, lids].astype(np.int64)
     rows = np.repeat(np.arange(sn.n)[:, None], len(lids), axis=1)
     hop = nxt >= 0  # switch s forwards d to another switch
-    if sources == "ca":
-        hop &= _visited(walk, lids)
+    if sources == "ca" or zones is not None:
+        seeds = (walk.cas_on_switch > 0) if sources == "ca" else np.ones(sn.n, bool)
+        hop &= _visited(walk, lids, seeds & (True if zones is None else zones))
     s, j = rows[hop], np.nonzero(hop)[1]
     t = nxt[hop]
     # the next hop from t for the same LID must also go to a switch
@@ -88,11 +92,43 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
     return pairs // n, pairs % n, n
 
 
-def check_deadlock(walk: Walk, sources: str = "all", lids: np.ndarray | None = None) -> Deadlock:
+def check_deadlock(walk: Walk, sources: str = "all", lids: np.ndarray | None = None, layers=None) -> Deadlock:
     """Is the channel-dependency graph acyclic?  `lids` restricts it to packets for those
-    destinations (one VL's traffic); `sources` as in the module doc."""
+    destinations (one VL's traffic); `sources` as in the module doc.  With `layers`
+    ([source zone][destination zone] → VL set, `loom.model.rules.zone_layers`) every VL set is
+    its own graph: the verdict holds when each is acyclic, the cycle printed is the first found."""
+    if layers is not None:
+        parts = [check_layer(walk, sources, lids, layers, k) for k in range(2)]
+        bad = [p for p in parts if not p.deadlock_free]
+        return Deadlock(not bad, parts[0].channels, sum(p.dependencies for p in parts), bad[0].cycle if bad else None)
+    return _check(walk, *dependencies(walk, sources, lids))
+
+
+def check_layer(walk: Walk, sources: str, lids: np.ndarray | None, layers, k: int) -> Deadlock:
+    """The graph of VL set k: packets from zone a to zone b where layers[a][b] == k."""
     sn = walk.tables.subnet
-    a, b, n = dependencies(walk, sources, lids)
+    if lids is None:
+        lids = walk.valid_lids if sources == "all" else sn.ca_lids
+    names = [z.name for z in sn.fabric.model.zones]
+    sw_zone = np.array([names.index(sn.switch(i).zone) for i in range(sn.n)])
+    owner = np.where(sn.lid_switch >= 0, sn.lid_switch, sn.ca_switch)
+    lid_zone = sw_zone[np.maximum(owner[lids], 0)]
+    froms, tos = [], []
+    n = sn.n * (sn.max_port + 1)
+    for b in np.unique(lid_zone):
+        src = np.array([layers[int(a)][int(b)] == k for a in sw_zone])
+        if src.any():
+            fa, ta, n = dependencies(walk, sources, lids[lid_zone == b], src)
+            froms.append(fa)
+            tos.append(ta)
+    a = np.concatenate(froms) if froms else np.zeros(0, np.int64)
+    b = np.concatenate(tos) if tos else np.zeros(0, np.int64)
+    key = np.unique(a * n + b)
+    return _check(walk, key // n, key % n, n)
+
+
+def _check(walk: Walk, a: np.ndarray, b: np.ndarray, n: int) -> Deadlock:
+    sn = walk.tables.subnet
     ports = sn.max_port + 1
     graph = csr_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n))
     ncomp, label = connected_components(graph, directed=True, connection="strong")

@@ -15,7 +15,7 @@ import numpy as np
 
 from loom.qos import QosPlan
 
-from .deadlock import check_deadlock
+from .deadlock import check_deadlock, check_layer
 from .paths import Walk
 
 MANAGEMENT_VL = 15
@@ -42,9 +42,11 @@ def vl_destinations(walk: Walk, plan: QosPlan) -> dict[int, tuple[np.ndarray, st
     return out
 
 
-def check_qos(walk: Walk, plan: QosPlan, whole_graph_acyclic: bool = False) -> dict:
+def check_qos(walk: Walk, plan: QosPlan, whole_graph_acyclic: bool = False, layers=None) -> dict:
     """`whole_graph_acyclic`: the single-VL graph (all sources, all destinations) is already known
-    to be acyclic; every VL's graph is a subgraph of it, so none needs building."""
+    to be acyclic; every VL's graph is a subgraph of it, so none needs building.  `layers`: the
+    cross-zone direction split (`loom.model.rules.zone_layers`): each class's second VL carries
+    the traffic to lower-numbered zones and gets its own graph."""
     problems = []
     classes = []
     vl_share: dict[int, float] = {}
@@ -58,8 +60,8 @@ def check_qos(walk: Walk, plan: QosPlan, whole_graph_acyclic: bool = False) -> d
             pass  # queues: one per isolated class by construction; VLs do not apply
         elif c.vl == MANAGEMENT_VL:
             problems.append(f"{c.name} is on VL15 (management only)")
-        elif c.vl >= plan.max_vls:
-            problems.append(f"{c.name} is on VL{c.vl} but the ports support VL0..VL{plan.max_vls - 1}")
+        elif c.vl + plan.vl_offset >= plan.max_vls:
+            problems.append(f"{c.name} is on VL{c.vl + plan.vl_offset} but the ports support VL0..VL{plan.max_vls - 1}")
         if c.isolated and not isolated:
             problems.append(f"{c.name} must be isolated but shares VL{c.vl} with {', '.join(sharing)}")
         if abs(c.realised - vl_share[c.vl]) > plan.rounding_bound + 1e-12:
@@ -70,11 +72,13 @@ def check_qos(walk: Walk, plan: QosPlan, whole_graph_acyclic: bool = False) -> d
                         "destinations": list(c.destinations) if c.destinations else "all", "env": c.env})
     per_vl = {}
     for vl, (lids, sources) in vl_destinations(walk, plan).items():
-        if whole_graph_acyclic:
-            per_vl[str(vl)] = {"deadlock_free": True, "cycle": None, "destinations": int(len(lids))}
-            continue
-        d = check_deadlock(walk, sources, lids)
-        per_vl[str(vl)] = {"deadlock_free": d.deadlock_free, "cycle": d.cycle, "destinations": int(len(lids))}
+        for k in (0, 1) if layers is not None else (None,):
+            key = str(vl + (k or 0) * plan.vl_offset)
+            if whole_graph_acyclic:
+                per_vl[key] = {"deadlock_free": True, "cycle": None, "destinations": int(len(lids))}
+                continue
+            d = check_deadlock(walk, sources, lids) if k is None else check_layer(walk, sources, lids, layers, k)
+            per_vl[key] = {"deadlock_free": d.deadlock_free, "cycle": d.cycle, "destinations": int(len(lids))}
     return {
         "ok": not problems and all(v["deadlock_free"] for v in per_vl.values()),
         "classes": classes,

@@ -1,14 +1,18 @@
 """Expansion `Model → Fabric`, written as an ordered list of named steps (netlab's habit).
 
     1. switches     every zone's switch layers, once per plane
-    2. inter_zone   links joining zones, on the chosen leaves' first free down-ports
-    3. nodes        node groups placed on leaves (spread or contiguous), NIC ports cabled
-    4. identities   GUIDs and LIDs (InfiniBand); loopbacks, ASNs, /31s (Ethernet)
-    5. layout       rows, racks and rack units
-    6. names        every switch, node, NIC and rack name safe and unique (`names.py`)
+    2. reserve      the switch ports the lock file gives to nodes (present or just removed)
+    3. inter_zone   links joining zones, on the chosen leaves' first free down-ports
+    4. nodes        node groups placed on leaves (spread or contiguous), NIC ports cabled;
+                    a locked NIC port keeps its switch port
+    5. identities   GUIDs and LIDs (InfiniBand; locked ones kept, new ones the lowest free, CA
+                    ports below `switch_lid_base`, switches from it); loopbacks, ASNs, /31s (Ethernet)
+    6. layout       rows, racks and rack units (locked ones kept, new devices in free units)
+    7. names        every switch, node, NIC and rack name safe and unique (`names.py`)
 
 Every step reads and extends one `Draft`; `expand` freezes it into a `Fabric`.  The order of
-everything is fixed by the model's order, so the same model gives a byte-identical fabric.
+everything is fixed by the model's order and the lock, so the same model and lock give a
+byte-identical fabric.  Without a lock (or with `relayout: true`) everything is placed by policy.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from loom.model.schema import SPEEDS_GBPS, Model
 
 from .fabric import CABLE_KINDS, HOST, SWITCH, Cables, Fabric, HostPort, Node, Switch
 from .layout import place_racks
+from .lockfile import Lock, lock_error, switch_lid_base
 from .names import check_names
 from .topologies import build_zone
 
@@ -43,6 +48,10 @@ class Draft:
     racks: list[str] = field(default_factory=list)
     subnets: np.ndarray | None = None  # /31 base per cable (Ethernet)
     policy_port: dict[int, tuple[int, int]] = field(default_factory=dict)  # pinned host port → (switch, port) by policy
+    lock: Lock | None = None  # where existing things are (None: place everything by policy)
+    lock_file: str = ""  # for error messages
+    locked: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (node, nic/port) → (switch, port)
+    lid_base: int = 0  # first switch LID
 
     def zone(self, name: str):
         return next(z for z in self.model.zones if z.name == name)
@@ -57,6 +66,10 @@ class Draft:
         key = (plane, zone)
         occupied = self.used[key]
         free = np.flatnonzero(~occupied.all(axis=1))
+        if len(free) == 0:  # the rules count ports; only ports the lock still holds can run out
+            raise ModelError(self.lock_file, [Problem("", f"zone {zone} has no free node-facing port left: the lock "
+                                              "file holds the ports of nodes this change removes",
+                                              "record the removal first (`loom lock MODEL`), then add the new nodes")])
         if contiguous:
             k = int(free[0])
         else:
@@ -104,6 +117,24 @@ def step_switches(d: Draft) -> None:
             d.pointer[(plane, z.name)] = 0
 
 
+def step_reserve(d: Draft) -> None:
+    """Take the switch ports the lock gives to nodes before anything else is cabled: inter-zone
+    links and new nodes go around them.  A removed node's ports stay taken in this change."""
+    if d.lock is None:
+        return
+    by_name = {s["name"]: s for s in d.switches}
+    for name, n in d.lock.nodes.items():
+        for key, p in n.ports.items():
+            s = by_name.get(p.switch)
+            if s is None or s["edge"] is None or p.port > d.used[(s["plane"], s["zone"])].shape[1]:
+                continue  # that switch port no longer faces nodes: the NIC port is placed anew
+            occupied = d.used[(s["plane"], s["zone"])]
+            if occupied[s["edge"], p.port - 1]:
+                raise lock_error(d.lock_file, f"nodes.{name}.ports.{key}", f"port {p.switch}/{p.port} is locked twice")
+            occupied[s["edge"], p.port - 1] = True
+            d.locked[(name, key)] = (s["index"], p.port)
+
+
 def step_inter_zone(d: Draft) -> None:
     m = d.model
     for plane in range(m.plane_count):
@@ -132,9 +163,11 @@ def port_targets(m: Model, group, nports: int) -> list[tuple[int, str]]:
 
 
 def step_nodes(d: Draft) -> None:
-    """Place every node.  A pinned node first takes its policy ports like any other node (so
-    nobody after it shifts), those ports are freed at the end, and it is cabled to the first
-    free port of each leaf it is pinned to."""
+    """Place every node.  A NIC port the lock places (in the same plane and zone) keeps its
+    switch port; the others take the next free port by policy.  A pinned node first takes its
+    policy ports like any other node (so nobody after it shifts), those ports are freed at the
+    end (a locked one stays taken until `loom lock`), and it is cabled to the first free port of
+    each leaf it is pinned to."""
     m = d.model
     holes: list[tuple[int, str, int, int]] = []  # (plane, zone, edge, port) reserved for pinned nodes
     pinned: list[tuple[int, int, str, int, tuple]] = []  # (cable, host port, zone, leaf, YAML loc)
@@ -150,15 +183,21 @@ def step_nodes(d: Draft) -> None:
             pins = g.pinned.get(name)
             for j, ((nic, p), (plane, zone)) in enumerate(zip(nic_ports, targets)):
                 avoid = taken.setdefault((plane, zone), set())
-                sw, port = d.take_port(plane, zone, g.placement == "contiguous", avoid)
+                locked = d.locked.get((name, f"{nic.name}/{p}"))
+                kept = locked is not None and (d.switches[locked[0]]["plane"], d.switches[locked[0]]["zone"]) == (plane, zone)
+                if kept:
+                    sw, port = locked
+                else:
+                    sw, port = d.take_port(plane, zone, g.placement == "contiguous", avoid)
                 edge = d.switches[sw]["edge"]
                 avoid.add(edge)
                 hp = len(d.ports)
                 speed = SPEEDS_GBPS[nic.speed]
                 d.ports.append(dict(index=hp, node=node, nic=nic.name, ca=f"{name}-{nic.name}", port=p, plane=plane,
                                     zone=zone, speed_gbps=speed))
-                if pins:
-                    holes.append((plane, zone, edge, port))
+                if pins and not (kept and edge == pins[j]):
+                    if not kept:  # a locked port stays taken: it is freed by the next `loom lock`
+                        holes.append((plane, zone, edge, port))
                     d.policy_port[hp] = (sw, port)
                     pinned.append((len(d.cables), hp, zone, pins[j], ("node_groups", gi, "pinned", name)))
                 d.cables.append((HOST, hp, p, SWITCH, sw, port, CABLE_KINDS.index("host"), plane, speed))
@@ -174,38 +213,164 @@ def step_identities(d: Draft) -> None:
     m = d.model
     d.subnets = np.zeros(len(d.cables), dtype=np.uint32)
     if m.technology == "infiniband":
-        ca_seq: dict[str, int] = {}
-        next_lid = [1] * m.plane_count
-        for hp in d.ports:
-            seq = ca_seq.setdefault(hp["ca"], len(ca_seq) + 1)
-            hp["ca_guid"] = (OUI << 40) | (0x01 << 32) | (seq << 4)
-            hp["guid"] = hp["ca_guid"] + hp["port"]
-            hp["lid"] = next_lid[hp["plane"]]
-            next_lid[hp["plane"]] += 1
-            hp["address"] = None
-        for s in d.switches:
-            s["guid"] = (OUI << 40) | (0x02 << 32) | (s["index"] + 1)
-            s["lid"] = next_lid[s["plane"]]
-            next_lid[s["plane"]] += 1
-            s["asn"] = s["loopback"] = None
+        _infiniband_identities(d)
     else:
-        a = m.addressing
-        lo = int(ipaddress.IPv4Network(a.loopback_pool).network_address)
-        p2p = int(ipaddress.IPv4Network(a.p2p_pool).network_address)
-        for s in d.switches:
-            s["guid"] = s["lid"] = 0
-            s["loopback"] = str(ipaddress.IPv4Address(lo + 1 + s["index"]))
-            if s["role"] in ("leaf", "upper", "lower"):
-                s["asn"] = a.leaf_asn_base + s["edge"]
-            elif s["role"] == "spine":
-                s["asn"] = a.spine_asn + (s["pod"] or 0)
-            else:
-                s["asn"] = a.core_asn
-        d.subnets = plane_subnets(m, np.array([c[7] for c in d.cables], dtype=np.int64), p2p)
-        host_cable = {c[1]: i for i, c in enumerate(d.cables) if c[0] == HOST}
-        for hp in d.ports:
-            hp["ca_guid"] = hp["guid"] = hp["lid"] = 0
-            hp["address"] = str(ipaddress.IPv4Address(int(d.subnets[host_cable[hp["index"]]]) + 1))
+        _ethernet_identities(d)
+
+
+def _ethernet_identities(d: Draft) -> None:
+    """Loopbacks, ASNs and /31s.  Switch-to-switch cables are numbered from the start of their
+    plane's pool (their order is fixed by the topology).  A switch keeps its locked loopback and
+    a NIC port its locked address; new ones take the next free (a removed one's stays taken in
+    this change), so growth renumbers no host and no switch."""
+    m, lock = d.model, d.lock
+    a = m.addressing
+    lo_pool = ipaddress.IPv4Network(a.loopback_pool)
+    locked_sw = lock.switches if lock else {}
+    present = {n["name"] for n in d.nodes} | {s["name"] for s in d.switches}
+    loopbacks = _Numbers()
+    loopbacks.used.update(_ip(x.loopback) for n, x in locked_sw.items() if x.loopback and n not in present)
+    for s in d.switches:
+        s["guid"] = s["lid"] = 0
+        ls = locked_sw.get(s["name"])
+        if ls and ls.loopback:
+            loopbacks.claim(_ip(ls.loopback), d.lock_file, f"switches.{s['name']}.loopback")
+            s["loopback"] = ls.loopback
+        if s["role"] in ("leaf", "upper", "lower"):
+            s["asn"] = a.leaf_asn_base + s["edge"]
+        elif s["role"] == "spine":
+            s["asn"] = a.spine_asn + (s["pod"] or 0)
+        else:
+            s["asn"] = a.core_asn
+    for s in d.switches:
+        if "loopback" not in s:
+            s["loopback"] = str(ipaddress.IPv4Address(loopbacks.take(int(lo_pool.network_address) + 1, int(lo_pool.broadcast_address))))
+    planes = np.array([c[7] for c in d.cables], dtype=np.int64)
+    d.subnets = plane_subnets(m, planes, int(ipaddress.IPv4Network(a.p2p_pool).network_address))
+    pools = [_Numbers() for _ in range(m.plane_count)]
+    host_rows = [i for i, c in enumerate(d.cables) if c[0] == HOST]
+    for i in np.flatnonzero(np.array([c[0] != HOST for c in d.cables])).tolist():
+        pools[d.cables[i][7]].used.add(int(d.subnets[i]))
+    if lock:
+        held = [_ip(p.address) - 1 for n, x in lock.nodes.items() if n not in present for p in x.ports.values() if p.address]
+        for pool in pools:
+            pool.used.update(held)
+    node_name = [n["name"] for n in d.nodes]
+    new_rows = []
+    for i in host_rows:
+        hp = d.ports[d.cables[i][1]]
+        key = (node_name[hp["node"]], f"{hp['nic']}/{hp['port']}")
+        lp = lock.nodes[key[0]].ports[key[1]] if key in d.locked else None
+        if lp and lp.address:
+            pools[hp["plane"]].claim(_ip(lp.address) - 1, d.lock_file, f"nodes.{key[0]}.ports.{key[1]}.address")
+            d.subnets[i] = _ip(lp.address) - 1
+        else:
+            new_rows.append(i)
+    for i in new_rows:
+        pool = plane_pool(m, d.cables[i][7])
+        d.subnets[i] = pools[d.cables[i][7]].take(int(pool.network_address), int(pool.broadcast_address), step=2)
+    for i in host_rows:
+        hp = d.ports[d.cables[i][1]]
+        hp["ca_guid"] = hp["guid"] = hp["lid"] = 0
+        hp["address"] = str(ipaddress.IPv4Address(int(d.subnets[i]) + 1))
+
+
+def _ip(text: str) -> int:
+    return int(ipaddress.IPv4Address(text))
+
+
+def _infiniband_identities(d: Draft) -> None:
+    """GUIDs and LIDs: locked ones kept, new ones the next free.  CA ports take LIDs from 1 up to
+    below `switch_lid_base` (then above everything), switches from `switch_lid_base` up, so a
+    new node never renumbers a switch and a new switch never renumbers a node.  The LIDs and
+    GUIDs of things the lock has but the model no longer does stay taken in this change."""
+    m, lock = d.model, d.lock
+    per_plane = max(sum(1 for hp in d.ports if hp["plane"] == p) for p in range(m.plane_count)) if d.ports else 0
+    d.lid_base = lock.switch_lid_base if lock and lock.switch_lid_base else switch_lid_base(per_plane)
+    lids = [_Numbers() for _ in range(m.plane_count)]
+    guids: set[int] = set()
+
+    def claim(plane: int, lid: int, guid: int, path: str) -> None:
+        if lid in lids[plane].used or guid in guids:
+            raise lock_error(d.lock_file, path, f"LID {lid} or GUID {guid:#018x} is locked twice")
+        lids[plane].used.add(lid)
+        guids.add(guid)
+
+    present = {n["name"] for n in d.nodes} | {s["name"] for s in d.switches}
+    if lock:  # hold what the change removes
+        for name, n in lock.nodes.items():
+            if name not in present:
+                guids.update(p.guid for p in n.ports.values())
+                for pool in lids:
+                    pool.used.update(p.lid for p in n.ports.values())
+        for name, s in lock.switches.items():
+            if name not in present:
+                guids.add(s.guid)
+                for pool in lids:
+                    pool.used.add(s.lid)
+    held_guids = set(guids)
+    node_name = [n["name"] for n in d.nodes]
+    ca_seq: dict[str, int] = {}
+    for hp in d.ports:
+        key = (node_name[hp["node"]], f"{hp['nic']}/{hp['port']}")
+        lp = lock.nodes[key[0]].ports[key[1]] if key in d.locked else None
+        if lp and lp.guid:
+            claim(hp["plane"], lp.lid, lp.guid, f"nodes.{key[0]}.ports.{key[1]}")
+            hp["lid"], hp["guid"] = lp.lid, lp.guid
+            ca_seq.setdefault(hp["ca"], ((lp.guid - hp["port"]) >> 4) & 0xFFFFFFF)
+    next_seq = max([*ca_seq.values(), *((g >> 4) & 0xFFFFFFF for g in held_guids if (g >> 32) & 0xFF == 1)], default=0) + 1
+    for hp in d.ports:
+        if hp["ca"] not in ca_seq:
+            ca_seq[hp["ca"]] = next_seq
+            next_seq += 1
+        hp["ca_guid"] = (OUI << 40) | (0x01 << 32) | (ca_seq[hp["ca"]] << 4)
+        hp["address"] = None
+        if "lid" not in hp:
+            hp["guid"] = hp["ca_guid"] + hp["port"]
+            hp["lid"] = lids[hp["plane"]].take(1, d.lid_base)
+    locked_sw = lock.switches if lock else {}
+    for s in d.switches:
+        ls = locked_sw.get(s["name"])
+        if ls and ls.guid and ls.lid >= d.lid_base:
+            claim(s["plane"], ls.lid, ls.guid, f"switches.{s['name']}")
+            s["lid"], s["guid"] = ls.lid, ls.guid
+    taken = [s["guid"] for s in d.switches if "guid" in s] + [g for g in held_guids if (g >> 32) & 0xFF == 2]
+    next_seq = max((g & 0xFFFFFFFF for g in taken), default=0) + 1
+    for s in d.switches:
+        if "guid" not in s:
+            s["guid"] = (OUI << 40) | (0x02 << 32) | next_seq
+            next_seq += 1
+            s["lid"] = lids[s["plane"]].take(d.lid_base, UNICAST_LIDS)
+        s["asn"] = s["loopback"] = None
+
+
+UNICAST_LIDS = 0xC000  # LIDs 1..0xBFFF are unicast
+
+
+class _Numbers:
+    """Numbers in use (LIDs of one subnet, loopbacks, /31 bases of one plane): `take(lo, hi)` hands
+    out the lowest free one of [lo, hi) in steps of `step` (a cursor per range keeps it linear),
+    or one past every used number when the range is full."""
+
+    def __init__(self) -> None:
+        self.used: set[int] = set()
+        self.cursor: dict[int, int] = {}
+
+    def claim(self, x: int, lock_file: str, path: str) -> None:
+        if x in self.used:
+            raise lock_error(lock_file, path, "this number is locked twice")
+        self.used.add(x)
+
+    def take(self, lo: int, hi: int, step: int = 1) -> int:
+        x = self.cursor.get(lo, lo)
+        while x in self.used:
+            x += step
+        if x >= hi:
+            x = max(self.used) + step
+        else:
+            self.cursor[lo] = x + step
+        self.used.add(x)
+        return x
 
 
 def plane_pool(model: Model, plane: int) -> ipaddress.IPv4Network:
@@ -225,12 +390,13 @@ def plane_subnets(model: Model, planes: np.ndarray, p2p: int) -> np.ndarray:
     return out
 
 
-STEPS = (step_switches, step_inter_zone, step_nodes, step_identities, place_racks, check_names)
+STEPS = (step_switches, step_reserve, step_inter_zone, step_nodes, step_identities, place_racks, check_names)
 
 
-def expand(model: Model) -> Fabric:
-    """Expand a validated model into its port-level fabric (deterministic)."""
-    d = Draft(model)
+def expand(model: Model, lock: Lock | None = None, lock_file: str = "") -> Fabric:
+    """Expand a validated model into its port-level fabric (deterministic): what `lock` places
+    stays there, the rest is placed by policy.  `relayout: true` in the model ignores the lock."""
+    d = Draft(model, lock=None if model.relayout else lock, lock_file=lock_file)
     for step in STEPS:
         step(d)
     cols = np.array(d.cables, dtype=np.int64).reshape(-1, 9).T
@@ -241,5 +407,5 @@ def expand(model: Model) -> Fabric:
         switches=tuple(Switch(**s) for s in d.switches),
         nodes=tuple(Node(**n) for n in d.nodes),
         ports=tuple(HostPort(**p) for p in d.ports),
-        cables=cables, racks=tuple(d.racks),
+        cables=cables, racks=tuple(d.racks), switch_lid_base=d.lid_base,
     )

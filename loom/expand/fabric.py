@@ -109,6 +109,7 @@ class Fabric:
     ports: tuple[HostPort, ...]
     cables: Cables
     racks: tuple[str, ...] = field(default=())
+    switch_lid_base: int = 0  # first switch LID (InfiniBand); CA ports are numbered below it
 
     @cached_property
     def switch_index(self) -> dict[str, int]:

@@ -10,13 +10,23 @@ The rule (documented for the cabling sheets):
   each, from the top unit down;
 - racks are numbered network racks first, then node racks; `racks_per_row` racks make a row,
   rows are lettered A, B, ..., Z, AA, ... and racks are named by `layout.rack_name`.
+
+With a lock file (`place_locked`), locked devices keep their rack and RU and the rack list is the
+lock's; a new node goes to the lowest free units (below the leaf units) of the node rack nearest
+(in rack order) to the rack holding its first leaf, else of a new rack added at the end; a new
+leaf to the top units of its first node's rack, else like spines and cores to the highest free
+slot of the first network rack (a rack holding no node) with room, else of a new rack.  The units
+of devices the change removes stay taken until `loom lock` rewrites the file.
 """
 
 from __future__ import annotations
 
 from string import ascii_uppercase
 
+import numpy as np
+
 from .fabric import HOST
+from .lockfile import lock_error
 
 
 def row_letter(n: int) -> str:
@@ -28,9 +38,13 @@ def row_letter(n: int) -> str:
     return out
 
 
-def place_racks(d) -> None:
-    m = d.model
-    lay = m.layout
+def rack_name(layout, seq: int) -> str:
+    row, pos = divmod(seq, layout.racks_per_row)
+    return layout.rack_name.format(row=row_letter(row), rack=pos + 1)
+
+
+def _first_ports(d) -> dict[int, tuple]:
+    """node → (plane, switch index, port) of its first NIC port as the placement policy cabled it."""
     first_port: dict[int, tuple] = {}
     for a_kind, a_dev, _, _, b_dev, b_port, *_ in d.cables:
         if a_kind == HOST:
@@ -38,6 +52,16 @@ def place_racks(d) -> None:
             b_dev, b_port = d.policy_port.get(a_dev, (b_dev, b_port))
             sw = d.switches[b_dev]
             first_port.setdefault(hp["node"], (sw["plane"], sw["index"], b_port))
+    return first_port
+
+
+def place_racks(d) -> None:
+    if d.lock is not None:
+        place_locked(d)
+        return
+    m = d.model
+    lay = m.layout
+    first_port = _first_ports(d)
     order = sorted(range(len(d.nodes)), key=lambda n: first_port[n])
 
     node_racks: list[list[int]] = []  # rack → node indices
@@ -72,10 +96,7 @@ def place_racks(d) -> None:
     per = lay.switches_per_network_rack
     n_network = -(-len(in_network) // per)
 
-    d.racks = []
-    for seq in range(n_network + len(node_racks)):
-        row, pos = divmod(seq, lay.racks_per_row)
-        d.racks.append(lay.rack_name.format(row=row_letter(row), rack=pos + 1))
+    d.racks = [rack_name(lay, seq) for seq in range(n_network + len(node_racks))]
     for k, s in enumerate(in_network):
         r, slot = divmod(k, per)
         h = m.switch_models[s["model"]].height_u
@@ -86,3 +107,105 @@ def place_racks(d) -> None:
             d.switches[idx]["rack"], d.switches[idx]["ru"] = d.racks[n_network + r], ru
     for n, r in node_rack_of.items():
         d.nodes[n]["rack"] = d.racks[n_network + r]
+
+
+class _Racks:
+    """Unit occupancy of every rack: [rack, RU] taken, RU 1 at the bottom."""
+
+    def __init__(self, d) -> None:
+        self.d, self.lay = d, d.model.layout
+        self.names = list(d.lock.racks)
+        self.taken = np.zeros((len(self.names), self.lay.rack_units + 1), dtype=bool)
+        self.taken[:, 0] = True
+        self.holds_nodes = np.zeros(len(self.names), dtype=bool)
+        self.index = {n: i for i, n in enumerate(self.names)}
+
+    def occupy(self, rack: str, ru: int, h: int, who: str, path: str) -> bool:
+        """Take a locked place; False if the rack is gone or the units do not exist."""
+        r = self.index.get(rack)
+        if r is None or ru + h - 1 > self.lay.rack_units:
+            return False
+        if self.taken[r, ru:ru + h].any():
+            raise lock_error(self.d.lock_file, path, f"{who} overlaps another device in rack {rack} at U{ru}..U{ru + h - 1}")
+        self.taken[r, ru:ru + h] = True
+        return True
+
+    def free_slot(self, r: int, h: int, lo: int, hi: int, top_down: bool) -> int | None:
+        """Lowest (or highest) RU u in [lo, hi] with units u..u+h-1 free in rack r."""
+        starts = range(hi - h + 1, lo - 1, -1) if top_down else range(lo, hi - h + 2)
+        return next((u for u in starts if not self.taken[r, u:u + h].any()), None)
+
+    def add_rack(self) -> int:
+        self.names.append(rack_name(self.lay, len(self.names)))
+        self.taken = np.vstack([self.taken, np.zeros((1, self.lay.rack_units + 1), dtype=bool)])
+        self.taken[-1, 0] = True
+        self.holds_nodes = np.append(self.holds_nodes, False)
+        self.index[self.names[-1]] = len(self.names) - 1
+        return len(self.names) - 1
+
+    def put(self, r: int, u: int, h: int) -> tuple[str, int]:
+        self.taken[r, u:u + h] = True
+        return self.names[r], u
+
+
+def place_locked(d) -> None:
+    """Locked devices where the lock has them; new ones in free units (see the module doc)."""
+    m, lock = d.model, d.lock
+    lay = m.layout
+    limit = lay.rack_units - lay.leaf_units_per_node_rack
+    racks = _Racks(d)
+    present = {n["name"] for n in d.nodes} | {s["name"] for s in d.switches}
+    node_h = {n["index"]: m.node_types[n["node_type"]].height_u for n in d.nodes}
+    sw_h = {s["index"]: m.switch_models[s["model"]].height_u for s in d.switches}
+    new_nodes, new_switches = [], []
+    for n in d.nodes:
+        ln = lock.nodes.get(n["name"])
+        if ln and racks.occupy(ln.rack, ln.ru, node_h[n["index"]], n["name"], f"nodes.{n['name']}"):
+            n["rack"], n["ru"] = ln.rack, ln.ru
+            racks.holds_nodes[racks.index[ln.rack]] = True
+        else:
+            new_nodes.append(n)
+    for s in d.switches:
+        ls = lock.switches.get(s["name"])
+        if ls and racks.occupy(ls.rack, ls.ru, sw_h[s["index"]], s["name"], f"switches.{s['name']}"):
+            s["rack"], s["ru"] = ls.rack, ls.ru
+        else:
+            new_switches.append(s)
+    held = [(n, x) for n, x in (*lock.nodes.items(), *lock.switches.items()) if n not in present]
+    for name, x in held:  # removed in this change: its first unit stays taken (the lock has no heights)
+        racks.occupy(x.rack, x.ru, 1, name, name)
+    first_port = _first_ports(d)
+    # new leaves first, so a new node never takes the top units its new leaf needs
+    for s in new_switches:
+        h = sw_h[s["index"]]
+        first = next((n for n, fp in first_port.items() if fp[1] == s["index"] and "rack" in d.nodes[n]), None)
+        slot = None
+        if s["edge"] is not None and first is not None:
+            r = racks.index[d.nodes[first]["rack"]]
+            u = racks.free_slot(r, h, limit + 1, lay.rack_units, top_down=True)
+            slot = (r, u) if u is not None else None
+        if slot is None:
+            slot = _network_slot(racks, h)
+        s["rack"], s["ru"] = racks.put(*slot, h)
+    for n in new_nodes:
+        h = node_h[n["index"]]
+        near = racks.index[d.switches[first_port[n["index"]][1]]["rack"]]
+        candidates = sorted((r for r in range(len(racks.names)) if racks.holds_nodes[r]), key=lambda r: (abs(r - near), r))
+        slot = next(((r, u) for r in candidates for u in [racks.free_slot(r, h, 1, limit, top_down=False)]
+                     if u is not None), None)
+        if slot is None:
+            slot = (racks.add_rack(), 1)
+            racks.holds_nodes[slot[0]] = True
+        n["rack"], n["ru"] = racks.put(*slot, h)
+    d.racks = racks.names
+
+
+def _network_slot(racks: _Racks, h: int) -> tuple[int, int]:
+    """Highest free units of the first rack holding no node, else of a new rack."""
+    for r in range(len(racks.names)):
+        if not racks.holds_nodes[r]:
+            u = racks.free_slot(r, h, 1, racks.lay.rack_units, top_down=True)
+            if u is not None:
+                return r, u
+    r = racks.add_rack()
+    return r, racks.free_slot(r, h, 1, racks.lay.rack_units, top_down=True)

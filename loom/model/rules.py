@@ -226,6 +226,89 @@ def inter_zone(model: Model) -> Iterator[Finding]:
                                   f"use a leaf index from 0 to {z.edge_switches - 1}")
 
 
+def border_leaves(model: Model) -> dict[str, set[int]]:
+    """{zone: leaf indices that take inter-zone links} (the expansion's default: the last leaves)."""
+    zones = {z.name: z for z in model.zones}
+    out: dict[str, set[int]] = {z.name: set() for z in model.zones}
+    for link in model.inter_zone_links:
+        for e in (link.a, link.b):
+            if e.zone in zones:
+                n = zones[e.zone].edge_switches
+                out[e.zone] |= set(e.leaves) if e.leaves is not None else {n - 1 - (i % n) for i in range(link.count)}
+    return out
+
+
+def direction_split(model: Model) -> bool:
+    """Does cross-zone traffic need VLs of its own?  A zone whose inter-zone links leave from more
+    than one leaf closes a credit loop on one VL (traffic that came in goes up and down to
+    another border leaf that other traffic leaves by); then traffic from a lower-numbered zone to
+    a higher one (and within a zone) rides one set of VLs, traffic the other way a second set,
+    and neither set can close a loop (see docs/routing.md)."""
+    return model.technology == "infiniband" and any(len(v) > 1 for v in border_leaves(model).values())
+
+
+def zone_layers(model: Model) -> list[list[int]] | None:
+    """[source zone][destination zone] → 0 (within a zone, or to a higher-numbered zone: the
+    class's own VL) or 1 (to a lower-numbered zone: the class's second VL); None without the split."""
+    if not direction_split(model):
+        return None
+    n = len(model.zones)
+    return [[int(a > b) for b in range(n)] for a in range(n)]
+
+
+def monotone_zone_paths(model: Model) -> list[tuple[str, str]]:
+    """Zone pairs with no path through zones of only rising (or only falling) index: with the
+    direction split every cross-zone path must be one."""
+    names = [z.name for z in model.zones]
+    idx = {n: i for i, n in enumerate(names)}
+    edges = {(idx[l.a.zone], idx[l.b.zone]) for l in model.inter_zone_links if l.a.zone in idx and l.b.zone in idx}
+    edges |= {(b, a) for a, b in edges}
+    missing = []
+    for a in range(len(names)):
+        for step in (1, -1):
+            seen, todo = {a}, [a]
+            while todo:
+                u = todo.pop()
+                for x, y in edges:
+                    if x == u and (y - x) * step > 0 and y not in seen:
+                        seen.add(y)
+                        todo.append(y)
+            missing += [(names[a], names[b]) for b in range(len(names)) if (b - a) * step > 0 and b not in seen
+                        and _connected(edges, a, b)]
+    return missing
+
+
+def _connected(edges: set, a: int, b: int) -> bool:
+    seen, todo = {a}, [a]
+    while todo:
+        u = todo.pop()
+        for x, y in edges:
+            if x == u and y not in seen:
+                seen.add(y)
+                todo.append(y)
+    return b in seen
+
+
+def cross_zone_vls(model: Model) -> Iterator[Finding]:
+    """With the direction split, the VLs must suffice for twice the classes, and every zone pair
+    needs a path of rising (or falling) zone index."""
+    if not direction_split(model):
+        return
+    for a, b in monotone_zone_paths(model):
+        yield Finding(("inter_zone_links",), f"zones {a} and {b} are joined only through a zone numbered outside them: "
+                      "cross-zone traffic would need a third set of VLs to stay free of credit loops",
+                      f"add inter-zone links between {a} and {b}, reorder the zones, or put each zone's links on one leaf")
+    lim = model.qos.limits.data_vls if model.qos else 8
+    classes = model.qos.classes if model.qos else []
+    isolated = [c for c in classes if c.isolated]
+    need = 2 * max(1, len(isolated) + (1 if len(isolated) < len(classes) else 0))
+    if need > lim:
+        yield Finding(("qos", "limits", "data_vls"),
+                      f"inter-zone links leave some zone from several leaves, so cross-zone traffic needs VLs of its own: "
+                      f"{need} VLs, but the ports support {lim}",
+                      "put each zone's inter-zone links on one leaf (`leaves: [39, 39, ...]`), or have fewer isolated classes")
+
+
 def zone_ports(model: Model) -> Iterator[Finding]:
     """Port budget of each zone: nodes and inter-zone links must fit the edge switches' down ports."""
     for i, z in enumerate(model.zones):
@@ -383,7 +466,7 @@ def addressing(model: Model) -> Iterator[Finding]:
                       f"{per_plane} of {a.p2p_pool}", "use a larger pool")
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, zone_ports, node_names, pins, missing_links, qos, addressing)
+RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, cross_zone_vls, zone_ports, node_names, pins, missing_links, qos, addressing)
 
 
 def check_rules(model: Model) -> list[Finding]:

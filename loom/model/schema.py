@@ -312,6 +312,8 @@ class Model(Strict):
     naming: SwitchNaming = Field(default_factory=SwitchNaming, description="switch naming patterns")
     cabling: Cabling | None = Field(None, description="what the cabling sheets need: site and cable catalogue")
     qos: Qos | None = Field(None, description="traffic classes: SL/VL and arbitration (InfiniBand), DSCP/PFC/ETS (RoCE)")
+    relayout: bool = Field(False, description="place everything by policy, ignoring the lock file: devices may change "
+                           "rack, RU, leaf or port and LIDs may be renumbered, and `loom diff` accepts that churn")
 
     @property
     def plane_count(self) -> int:

@@ -154,8 +154,9 @@ class SimFabric:
         return self.run(["dump_fts"]).stdout
 
 
-def ibdmchk(run_dir: Path) -> tuple[bool | None, str, float]:
+def ibdmchk(run_dir: Path, extra: tuple[str, ...] = ()) -> tuple[bool | None, str, float]:
     """Run ibdmchk on an OpenSM run's dumps → (credit-loop free?, report text, seconds).
+    `extra`: more arguments, e.g. `-c path-sl -d sl2vl` for traffic on several VLs.
 
     ibdmchk segfaults after printing its report (rc 139), so the verdict is read from stdout.
     When the routing leaves CA pairs without a path, ibdmchk stops before the credit-loop
@@ -165,7 +166,7 @@ def ibdmchk(run_dir: Path) -> tuple[bool | None, str, float]:
     if not mc.exists():
         mc.write_text("")
     t0 = time.perf_counter()
-    res = subprocess.run(["ibdmchk", "-s", "opensm-subnet.lst", "-f", "opensm.fdbs", "-m", "opensm.mcfdbs"],
+    res = subprocess.run(["ibdmchk", "-s", "opensm-subnet.lst", "-f", "opensm.fdbs", "-m", "opensm.mcfdbs", *extra],
                          cwd=run_dir, capture_output=True, text=True, timeout=900)
     seconds = time.perf_counter() - t0
     out = res.stdout

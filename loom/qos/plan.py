@@ -14,6 +14,11 @@ every other share `round(share / largest × 255)`, at least 1.  Each weight is o
 most 0.5·(1 + number of VLs) / Σw — under 0.4 percentage points for the Fire-Flyer classes;
 `loom check` verifies it.
 
+Cross-zone direction split (inter-zone links leaving a zone from several leaves): every class
+gets a second SL (s + number of classes) and VL (v + number of VLs) with the same weight, for
+traffic to lower-numbered zones; the SA hands it out by source and destination zone
+(`templates/opensm/qos-policy.conf.j2`), and `loom check` proves each set of VLs acyclic.
+
 RoCE: class i gets traffic class / priority / queue i (the default class 0), DSCP 8·i
 (class-selector code points), PFC on the lossless priorities, ECN marking (WRED) on the
 lossless queues, and DWRR weights in percent of the shares.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from loom.model.rules import direction_split
 from loom.model.schema import Model, TrafficClass
 
 MAX_WEIGHT = 255
@@ -54,6 +60,11 @@ class QosPlan:
     high_limit: int
     max_vls: int
     rounding_bound: float
+    #: with the cross-zone direction split (`loom.model.rules.direction_split`): class SL s and VL v
+    #: carry traffic within a zone and to higher-numbered zones, SL s + sl_offset and VL v +
+    #: vl_offset traffic to lower-numbered zones (0: no split)
+    sl_offset: int = 0
+    vl_offset: int = 0
 
 
 def _ordered(classes: list[TrafficClass]) -> list[TrafficClass]:
@@ -62,9 +73,10 @@ def _ordered(classes: list[TrafficClass]) -> list[TrafficClass]:
 
 
 def plan_qos(model: Model) -> QosPlan | None:
-    if model.qos is None:
+    split = direction_split(model)
+    if model.qos is None and not split:
         return None
-    classes = _ordered(model.qos.classes)
+    classes = _ordered(model.qos.classes) if model.qos else [TrafficClass(name="all", share=1, default=True)]
     total = sum(c.share for c in classes)
     # VLs: isolated classes one each, the others together on one more
     vl_of: dict[str, int] = {}
@@ -88,6 +100,9 @@ def plan_qos(model: Model) -> QosPlan | None:
         out.append(ClassQos(c.name, i, v, i, 8 * i, c.share / total, weights[v], weights[v] / wsum,
                             c.isolated, c.lossless, tuple(c.destinations) if c.destinations else None, env))
     default_vl = out[0].vl
-    sl2vl = tuple(out[sl].vl if sl < len(out) else default_vl for sl in range(SLS))
-    return QosPlan(tuple(out), sl2vl, tuple((v, weights[v]) for v in range(vls)), (), 0,
-                   model.qos.limits.data_vls, 0.5 * (1 + vls) / wsum)
+    n = len(out) if split else 0
+    sl2vl = tuple(out[sl].vl if sl < len(out) else out[sl - n].vl + vls if sl < 2 * n else default_vl for sl in range(SLS))
+    arb = tuple((v, weights[v]) for v in range(vls)) + (tuple((v + vls, weights[v]) for v in range(vls)) if split else ())
+    limit = model.qos.limits.data_vls if model.qos else 8
+    return QosPlan(tuple(out), sl2vl, arb, (), 0, limit, 0.5 * (1 + len(arb)) / sum(w for _, w in arb) * (2 if split else 1),
+                   n, vls if split else 0)

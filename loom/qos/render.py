@@ -22,6 +22,19 @@ def opensm_qos_conf(fabric_name: str, plan: QosPlan) -> str:
                   sl2vl=",".join(map(str, plan.sl2vl)))
 
 
+def opensm_qos_policy(fabric, plan: QosPlan, plane: int = 0) -> str | None:
+    """The SA's per-direction SLs (None without the cross-zone direction split): port groups per
+    zone and one match rule per class and falling zone pair."""
+    if not plan.sl_offset:
+        return None
+    names = [z.name for z in fabric.model.zones]
+    zones = [{"name": z, "guids": [f"0x{p.guid:016x}" for p in fabric.ports if p.zone == z and p.plane == plane]}
+             for z in names]
+    falling = [(a, b) for i, a in enumerate(names) for j, b in enumerate(names) if i > j]
+    return render("opensm/qos-policy.conf.j2", fabric=fabric.name, zones=[z for z in zones if z["guids"]],
+                  classes=plan.classes, falling=falling, sl_offset=plan.sl_offset)
+
+
 def _dwrr(plan: QosPlan) -> list[dict]:
     pct = [round(c.share * 100) for c in plan.classes]
     pct[0] += 100 - sum(pct)  # percentages that add up to 100

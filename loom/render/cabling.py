@@ -73,6 +73,7 @@ class Cable:
     plane: int
     zone: str
     run_m: float
+    index: int = -1  # row in the fabric's cable table
 
     def row(self) -> dict:
         d = {"cable_id": self.cable_id, "label": self.label}
@@ -91,6 +92,25 @@ def columns_doc() -> str:
              "port of end A).  End A is the lower layer (the node, or the lower switch), end B the upper.", "",
              "| column | meaning |", "|---|---|"]
     lines += [f"| `{c}` | {COLUMN_DOC[c]} |" for c in COLUMNS]
+    from .cabling_diff import COLUMN_DOC as CHANGE_DOC
+    from .labels import LINES, WIDTH
+
+    lines += ["", "## Labels (`--format labels`)", "",
+              "One row per cable end (two per cable), in walking order: `cable_id`, `end` (A or B), `rack` (where the",
+              f"label goes), `line1`..`line{LINES}`: the cable ID, this end, then `→` the far end (rack, RU, device, port),",
+              f"each line at most {WIDTH} characters, for a wrap-around label printer.", "",
+              "## HTML and XLSX", "",
+              "`--format html`: a table of contents of the racks, the fabric picture (switches labelled, inter-zone",
+              "links as red arcs, legend), then per rack its elevation (every device at its RUs; fill = zone or",
+              "plane, strip = kind), its bill of materials (cables counted in the rack of their end A) and its cable",
+              "ends.  `--format xlsx`: a sheet per row of racks (numbers as numbers, autofilter, widths, header",
+              "repeated on every printed page), `BOM` and `Rack BOM`.", "",
+              "## Change sheets (`loom cabling diff OLD NEW --format csv|text`)", "",
+              "Built from the same churn as `loom diff` (`loom/expand/churn.py`): one row per cable to add, remove",
+              "or re-pull, in walking order (rack by rack; at each rack remove, re-pull, add).  The text format ends",
+              "with the pull list: per rack, the parts to bring and the parts coming back.", "",
+              "| column | meaning |", "|---|---|"]
+    lines += [f"| `{c}` | {d} |" for c, d in CHANGE_DOC.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -166,7 +186,7 @@ def cable_plan(fabric: Fabric, catalogue: Catalogue) -> list[Cable]:
         medium, length, part = pick
         label = f"{cid} | {a.device} {a.port} ({a.rack} U{a.ru}) <-> {b.device} {b.port} ({b.rack} U{b.ru})"
         out.append(Cable(cid, label, a, b, CABLE_KINDS[int(c.kind[i])], speed, medium.kind, length, part,
-                         medium.transceiver or "", medium.fiber or "", int(c.plane[i]), sb.zone, run))
+                         medium.transceiver or "", medium.fiber or "", int(c.plane[i]), sb.zone, run, i))
     if refused:
         raise ModelError("", [Problem("layout", f"{len(refused)} cable run(s) are longer than any catalogue medium allows, "
                                       f"e.g. {refused[0]}", "place the racks closer (layout) or add a longer medium to the catalogue",

@@ -1,5 +1,7 @@
-"""The cabling plan as documents: XLSX (a sheet per row of racks + bill of materials),
-printable HTML (a page per rack, in walking order, with a picture of the fabric)."""
+"""The cabling plan as documents: XLSX (a sheet per row of racks, bill of materials, per-rack
+bill of materials; numbers as numbers, autofilter, widths, print titles) and printable HTML (a
+table of contents, a picture of the fabric with a legend, then per rack its elevation, its bill
+of materials and every cable end in it, in walking order)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,52 @@ from collections import defaultdict
 from loom.expand import Fabric
 
 from .cabling import COLUMNS, Cable, RackMap, bill_of_materials
+from .elevation import KIND_COLOURS, elevation_svg, group_colour, legend_items, rack_devices
 from .templates import render
+
+NUMERIC = {"a_ru", "b_ru", "length_m", "run_m", "plane"}
+
+
+def _cell(key: str, value: str):
+    """Numbers as numbers (so a spreadsheet sums and sorts them), the rest as text."""
+    if key in NUMERIC or (key in ("a_port", "b_port") and value.isdigit()):
+        try:
+            return int(value) if value.isdigit() else float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _sheet(ws, header: list[str], rows: list[list]) -> None:
+    """Bold frozen header, autofilter, widths from the content, header repeated on every page."""
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
+    ws.append(header)
+    for r in rows:
+        ws.append(r)
+    for cell in ws[1]:
+        cell.font = Font(bold=True)
+    ws.freeze_panes = "A2"
+    ws.auto_filter.ref = ws.dimensions
+    ws.print_title_rows = "1:1"
+    ws.page_setup.orientation = "landscape"
+    ws.page_setup.fitToWidth = 1
+    for i, col in enumerate(header, start=1):
+        longest = max([len(str(col))] + [len(str(r[i - 1])) for r in rows[:2000]])
+        ws.column_dimensions[get_column_letter(i)].width = min(60, longest + 2)
+
+
+def rack_bom(fabric: Fabric, plan: list[Cable]) -> list[dict]:
+    """Per rack (walking order): the parts pulled from it (cables counted at their end A)."""
+    per: dict[str, list[Cable]] = defaultdict(list)
+    for cable in plan:
+        per[cable.a.rack].append(cable)
+    return [{"rack": r, "items": bill_of_materials(per[r])} for r in fabric.racks if per[r]]
 
 
 def to_xlsx(fabric: Fabric, plan: list[Cable]) -> bytes:
     from openpyxl import Workbook
-    from openpyxl.styles import Font
 
     wb = Workbook()
     wb.remove(wb.active)
@@ -22,20 +64,18 @@ def to_xlsx(fabric: Fabric, plan: list[Cable]) -> bytes:
     for cable in plan:
         by_row[cable.a.row].append(cable)
     for row in sorted(by_row, key=lambda r: (len(r), r)):
-        ws = wb.create_sheet(f"Row {row}")
-        ws.append(list(COLUMNS))
+        rows = []
         for cable in by_row[row]:
             d = cable.row()
-            ws.append([d[k] for k in COLUMNS])
-        for cell in ws[1]:
-            cell.font = Font(bold=True)
-        ws.freeze_panes = "A2"
-    bom = wb.create_sheet("BOM")
-    bom.append(["item", "media", "speed", "length_m", "part_number", "count"])
-    for r in bill_of_materials(plan):
-        bom.append([r["item"], r["media"], r["speed"], r["length_m"], r["part_number"], r["count"]])
-    for cell in bom[1]:
-        cell.font = Font(bold=True)
+            rows.append([_cell(k, str(d[k])) for k in COLUMNS])
+        _sheet(wb.create_sheet(f"Row {row}"), list(COLUMNS), rows)
+    bom_cols = ["item", "media", "speed", "length_m", "part_number", "count"]
+    _sheet(wb.create_sheet("BOM"), bom_cols,
+           [[_cell(k, str(r[k])) if k == "length_m" and r[k] != "" else r[k] for k in bom_cols]
+            for r in bill_of_materials(plan)])
+    _sheet(wb.create_sheet("Rack BOM"), ["rack", *bom_cols],
+           [[b["rack"], *[_cell(k, str(r[k])) if k == "length_m" and r[k] != "" else r[k] for k in bom_cols]]
+            for b in rack_bom(fabric, plan) for r in b["items"]])
     buf = io.BytesIO()
     wb.save(buf)
     return buf.getvalue()
@@ -62,43 +102,71 @@ def _port_key(port: str) -> tuple:
 
 
 def fabric_picture(fabric: Fabric, max_lines: int = 4000) -> str:
-    """SVG: per plane and zone, spines (and cores) above leaves, leaf-spine links as lines."""
+    """SVG: per plane and zone, cores and spines above leaves, each switch labelled, leaf-spine
+    links as thin lines, inter-zone links as red arcs between the leaves they join, a legend."""
     groups = defaultdict(lambda: defaultdict(list))
     for s in fabric.switches:
         groups[(s.plane, s.zone)][s.role].append(s)
     box_w, gap, zone_gap = 10, 4, 40
+    level = {"core": 40, "spine": 110, "upper": 110, "leaf": 200, "lower": 200}
     x0, parts, pos = 10, [], {}
-    widths = []
     for key, roles in groups.items():
         width = max(len(v) for v in roles.values()) * (box_w + gap)
-        widths.append((key, x0, width))
-        for level, role in enumerate(("core", "spine", "leaf", "upper", "lower")):
+        fill = group_colour(fabric, key[1], key[0])
+        parts.append(f'<rect x="{x0 - 4}" y="{level["core"] - 34}" width="{width + 8}" height="{level["leaf"] + 90 - level["core"]}" '
+                     f'fill="{fill}" opacity="0.5"/>')
+        for role in ("core", "spine", "leaf", "upper", "lower"):
             members = roles.get(role, [])
-            if not members:
-                continue
-            y = {"core": 20, "spine": 80, "upper": 80, "leaf": 160, "lower": 160}[role]
+            y = level[role]
             step = width / max(len(members), 1)
             for i, s in enumerate(members):
                 x = x0 + i * step
                 pos[s.index] = (x + box_w / 2, y)
-                colour = {"leaf": "#4a90d9", "spine": "#d98c4a", "core": "#8c4ad9"}.get(role, "#4ad98c")
-                parts.append(f'<rect x="{x:.1f}" y="{y}" width="{box_w}" height="12" fill="{colour}"><title>{s.name}</title></rect>')
+                parts.append(f'<rect x="{x:.1f}" y="{y}" width="{box_w}" height="12" fill="{KIND_COLOURS.get(role, "#7f7f7f")}">'
+                             f'<title>{s.name}</title></rect>')
+                ty, anchor = (y + 16, "end") if role in ("leaf", "lower") else (y - 3, "start")
+                parts.append(f'<text font-size="7" text-anchor="{anchor}" transform="translate({x + box_w - 2:.1f},{ty}) rotate(-90)">'
+                             f'{s.name}</text>')
         label = f"plane {key[0]} " if fabric.planes > 1 else ""
-        parts.append(f'<text x="{x0}" y="200" font-size="12">{label}zone {key[1]}</text>')
+        parts.append(f'<text x="{x0}" y="{level["leaf"] + 110}" font-size="12">{label}zone {key[1]}</text>')
         x0 += width + zone_gap
     c = fabric.cables
     links = [(int(a), int(b), int(k)) for a, b, k, ak in zip(c.a_dev, c.b_dev, c.kind, c.a_kind) if ak == 0]
-    if len(links) <= max_lines:
-        for a, b, k in links:
-            (xa, ya), (xb, yb) = pos[a], pos[b]
-            colour, w = ("#c00", 2) if k == 4 else ("#999", 0.3)
-            parts.insert(0, f'<line x1="{xa:.1f}" y1="{ya}" x2="{xb:.1f}" y2="{yb + 12}" stroke="{colour}" stroke-width="{w}"/>')
-    height = 210
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{x0}" height="{height}" viewBox="0 0 {x0} {height}">'
-            + "".join(parts) + "</svg>")
+    lines, arcs = [], []
+    for a, b, k in links:
+        (xa, ya), (xb, yb) = pos[a], pos[b]
+        if k == 4:  # inter-zone: leaf to leaf, an arc under the leaf labels
+            arcs.append(f'<path d="M{xa:.1f},{ya + 12} Q{(xa + xb) / 2:.1f},{ya + 130} {xb:.1f},{yb + 12}" fill="none" '
+                        f'stroke="#c00" stroke-width="1.5"><title>inter-zone {fabric.switches[a].name} - '
+                        f'{fabric.switches[b].name}</title></path>')
+        elif len(links) <= max_lines:
+            lines.append(f'<line x1="{xa:.1f}" y1="{ya}" x2="{xb:.1f}" y2="{yb + 12}" stroke="#999" stroke-width="0.3"/>')
+    legend_y = level["leaf"] + 130
+    items = [(KIND_COLOURS.get(r, "#7f7f7f"), r) for r in ("core", "spine", "leaf", "upper", "lower")
+             if any(s.role == r for s in fabric.switches)]
+    items += [(col, label) for col, label in legend_items(fabric) if label.startswith(("zone", "plane"))]
+    legend = ['<g class="legend">']
+    for i, (col, label) in enumerate(items):
+        lx = 10 + i * 110
+        legend.append(f'<rect x="{lx}" y="{legend_y}" width="12" height="12" fill="{col}" stroke="#555"/>'
+                      f'<text x="{lx + 16}" y="{legend_y + 10}" font-size="11">{label}</text>')
+    lx = 10 + len(items) * 110
+    legend.append(f'<line x1="{lx}" y1="{legend_y + 6}" x2="{lx + 20}" y2="{legend_y + 6}" stroke="#999"/>'
+                  f'<text x="{lx + 24}" y="{legend_y + 10}" font-size="11">leaf-spine link</text>'
+                  f'<line x1="{lx + 130}" y1="{legend_y + 6}" x2="{lx + 150}" y2="{legend_y + 6}" stroke="#c00" stroke-width="1.5"/>'
+                  f'<text x="{lx + 154}" y="{legend_y + 10}" font-size="11">inter-zone link</text></g>')
+    width = max(x0, lx + 280)
+    height = legend_y + 24
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+            + "".join(lines + parts + arcs + legend) + "</svg>")
 
 
 def to_html(fabric: Fabric, plan: list[Cable]) -> str:
     site = fabric.model.cabling.site if fabric.model.cabling else ""
-    return render("cabling/sheet.html.j2",
-        fabric=fabric.name, total=len(plan), site=site, racks=rack_pages(fabric, plan), picture=fabric_picture(fabric))
+    devices = rack_devices(fabric)
+    boms = {b["rack"]: b["items"] for b in rack_bom(fabric, plan)}
+    racks = [{**page, "elevation": elevation_svg(fabric, page["name"], devices[page["name"]]),
+              "bom": boms.get(page["name"], []), "devices": len(devices[page["name"]])}
+             for page in rack_pages(fabric, plan)]
+    return render("cabling/sheet.html.j2", fabric=fabric.name, total=len(plan), site=site, racks=racks,
+                  picture=fabric_picture(fabric), legend=legend_items(fabric))

@@ -14,6 +14,17 @@ def _list(items: list[str], limit: int = 20) -> list[str]:
     return out
 
 
+def _churn_lines(ch: dict, limit: int = 5) -> tuple[str, list[str]]:
+    """Devices moved, NIC ports re-cabled, LIDs and addresses renumbered: counts, then the first few of each."""
+    head = (f"{len(ch['devices_moved'])} devices moved rack/RU, {len(ch['ports_recabled'])} NIC ports re-cabled, "
+            f"{len(ch['lids_renumbered'])} LIDs and {len(ch['addresses_renumbered'])} addresses renumbered"
+            + (" (relayout)" if ch["relayout"] else ""))
+    details = [f"device {x['device']}: {x['from']} -> {x['to']}" for x in ch["devices_moved"][:limit]]
+    details += [f"{what} {x['name']}: {x['old']} -> {x['new']}"
+                for what, key in (("LID", "lids_renumbered"), ("address", "addresses_renumbered")) for x in ch[key][:limit]]
+    return head, details
+
+
 def markdown(d: dict) -> str:
     b, h, r, c = d["base"], d["head"], d["routing"], d["cables"]
     status = "❌ **regression**" if d["regressions"] else ("🌱 pure growth" if d["growth"] else "✅ no regression")
@@ -48,7 +59,10 @@ def markdown(d: dict) -> str:
         out += ["<details><summary>Up-ports above the bound</summary>", "",
                 *[f"- {p['switch']} port {p['port']}: {p['destinations']} > {p['bound']}" for p in r["ports_above_bound"][:30]],
                 "", "</details>", ""]
-    out += ["### Cabling", "", f"- added {len(c['added'])}, removed {len(c['removed'])}, moved {len(c['moved'])}", ""]
+    out += ["### Cabling and physical churn", "", f"- cables added {len(c['added'])}, removed {len(c['removed'])}, "
+            f"re-pulled {len(c['moved'])}"]
+    head, details = _churn_lines(d["churn"])
+    out += [f"- physical churn: {head}", *[f"  - `{x}`" for x in details], ""]
     for title in ("moved", "added", "removed"):
         if c[title]:
             out += [f"<details><summary>Cables {title} ({len(c[title])})</summary>", "", *_list(c[title]), "", "</details>", ""]
@@ -73,6 +87,8 @@ def summary(d: dict) -> str:
     lines.append(f"  cables                 added {len(c['added'])}, removed {len(c['removed'])}, moved {len(c['moved'])}")
     for m in c["moved"][:10]:
         lines.append(f"    moved: {m}")
+    head, details = _churn_lines(d["churn"])
+    lines += [f"  churn                  {head}", *[f"    {x}" for x in details]]
     for x in d["host_settings_changed"]:
         lines.append(f"  host: {x}")
     lines.append("  verdict: " + ("REGRESSION: " + "; ".join(d["regressions"]) if d["regressions"]

@@ -61,14 +61,44 @@ def parse_lfts_dump(text: str) -> dict[int, dict[int, int]]:
     out: dict[int, dict[int, int]] = {}
     blocks = text.split("Unicast lids")
     for block in blocks[1:]:
-        guid = int(block.split(" guid ", 1)[1].split(None, 1)[0], 16)
+        try:
+            guid = int(block.split(" guid ", 1)[1].split(None, 1)[0], 16)
+        except (IndexError, ValueError):
+            raise DumpMismatch(f"a table header has no switch GUID: `Unicast lids{block.splitlines()[0][:60]}`") from None
         out[guid] = {int(lid, 16): int(port) for lid, port in ENTRY.findall(block)}
     return out
 
 
+class DumpMismatch(ValueError):
+    """The table file is not a table dump of this fabric; the message names the first mismatch."""
+
+
+def match_dump(subnet, parsed: dict[int, dict[int, int]], text: str) -> None:
+    """Refuse a dump that holds no tables, or whose switches or LIDs are not the model's: checking
+    another fabric's tables against this one would report nonsense (unreachable pairs, no loops)."""
+    if not parsed:
+        raise DumpMismatch("holds no forwarding tables (no `Unicast lids ... of switch ...` block)")
+    guids = {subnet.switch(r).guid: subnet.switch(r) for r in range(subnet.n)}
+    for block in text.split("Unicast lids")[1:]:
+        head = block.split("\n", 1)[0]
+        guid = int(head.split(" guid ", 1)[1].split(None, 1)[0], 16)
+        if guid not in guids:
+            raise DumpMismatch(f"switch GUID 0x{guid:016x} ({head.strip()[:80]}) is not a switch of this model's plane "
+                               f"{subnet.plane}")
+        lid = int(head.split("switch Lid ", 1)[1].split()[0]) if "switch Lid " in head else None
+        if lid is not None and lid != guids[guid].lid:
+            raise DumpMismatch(f"switch {guids[guid].name} (GUID 0x{guid:016x}) has LID {lid} in the file, "
+                               f"{guids[guid].lid} in the model (were the LIDs pinned with loom's guid2lid?)")
+    for guid, entries in parsed.items():
+        for lid in entries:
+            if lid > subnet.max_lid or subnet.lid_names[lid] is None:
+                raise DumpMismatch(f"switch {guids[guid].name} routes LID {lid}, which no port of the model has")
+
+
 def tables_from_dump(subnet, text: str, engine: str) -> Tables:
     """LFTs read from an OpenSM dump (or `dump_fts`) as `Tables` over Loom's subnet view, so
-    Loom's checks can measure any engine's routing (LIDs must be the ones Loom pinned)."""
+    Loom's checks can measure any engine's routing (LIDs must be the ones Loom pinned; `match_dump`
+    refuses a file that is not this fabric's tables)."""
     parsed = parse_lfts_dump(text)
     lft = np.full((subnet.n, subnet.max_lid + 1), NO_ROUTE, dtype=np.uint8)
     for row in range(subnet.n):
@@ -76,3 +106,32 @@ def tables_from_dump(subnet, text: str, engine: str) -> Tables:
             if lid <= subnet.max_lid:
                 lft[row, lid] = port
     return Tables(subnet, lft, engine)
+
+
+def ibdmchk_path_sls(t: Tables, sl_of_pair) -> str:
+    """ibdmchk's `-c` file: `0x<source node GUID> <destination LID> <SL>` for every CA-to-CA pair
+    of the subnet; `sl_of_pair(source zone, destination zone)` gives the default class's SL."""
+    sn = t.subnet
+    names = [z.name for z in sn.fabric.model.zones]
+    ports = [p for p in sn.fabric.ports if p.plane == sn.plane and sn.port_lid[p.index] in set(sn.ca_lids.tolist())]
+    lines = []
+    for src in ports:
+        for dst in ports:
+            if dst.index != src.index:
+                lines.append(f"0x{src.ca_guid:016x} {dst.lid} {sl_of_pair(names.index(src.zone), names.index(dst.zone))}")
+    return "\n".join(lines) + "\n"
+
+
+def ibdmchk_sl2vl(t: Tables, sl2vl: tuple[int, ...]) -> str:
+    """ibdmchk's `-d` file: `0x<switch GUID> <in port> <out port> 0x<SL0><SL1> ...` (one VL nibble
+    per SL, two per byte) for every pair of a switch's cabled ports: the same map everywhere."""
+    sn = t.subnet
+    table = " ".join(f"0x{sl2vl[i]:x}{sl2vl[i + 1]:x}" for i in range(0, 16, 2))
+    lines = []
+    for row in range(sn.n):
+        if (t.lft[row] == NO_ROUTE).all():
+            continue
+        cabled = [int(p) for p in np.flatnonzero(sn.peer_kind[row] != 0)]
+        guid = sn.switch(row).guid
+        lines += [f"0x{guid:016x} {i} {o} {table}" for i in cabled for o in cabled if i != o]
+    return "\n".join(lines) + "\n"

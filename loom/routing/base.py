@@ -30,7 +30,7 @@ class Tables:
         lft = self.lft.copy()
         for (sw, lid), port in changes.items():
             lft[sw, lid] = port
-        return Tables(self.subnet, lft, self.engine + "+edited")
+        return Tables(self.subnet, lft, self.engine + "+edited", self.warnings)
 
 
 class RoutingError(Exception):

@@ -44,6 +44,7 @@ import networkx as nx
 import numpy as np
 
 from loom.expand import CABLE_KINDS
+from loom.model.rules import direction_split
 from loom.model.schema import FatTree2, FatTree3
 
 from .asbuilt import fit_to_fabric
@@ -265,11 +266,18 @@ class FatTreeEngine:
         return owner
 
     def _zone_exits(self, sn: Subnet, zones: list[Zone], owner: np.ndarray, roles: np.ndarray) -> dict:
-        """For each zone: {remote LID: (border leaf, port)} spreading remote LIDs over inter-zone links."""
+        """For each zone: {remote LID: (border leaf, port)} spreading remote LIDs over inter-zone links.
+
+        A destination on a border leaf of the next zone that has links from this zone enters
+        there directly, over one of those links: traffic entering a zone then never goes down
+        to a leaf that sends traffic out of the zone, which is what keeps inter-zone links on
+        several leaves free of credit loops on one VL (a cycle needs traffic that came in to go
+        down to a border leaf that other traffic leaves by).  The others are spread per role,
+        each over the least loaded link, in LID order (a node added later moves nobody)."""
         c = sn.fabric.cables
         zi = {z.name: k for k, z in enumerate(zones)}
         local = {int(g): i for i, g in enumerate(sn.switches)}
-        links: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+        links: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
         graph = nx.Graph()
         graph.add_nodes_from(range(len(zones)))
         iz = np.flatnonzero((c.kind == CABLE_KINDS.index("inter-zone")) & (c.plane == sn.plane))
@@ -278,13 +286,20 @@ class FatTreeEngine:
             if sn.peer_kind[a, int(c.a_port[i])] != TO_SWITCH:
                 continue  # an end is down
             za, zb = zi[sn.switch(a).zone], zi[sn.switch(b).zone]
-            links[(za, zb)].append((a, int(c.a_port[i])))
-            links[(zb, za)].append((b, int(c.b_port[i])))
+            links[(za, zb)].append((a, int(c.a_port[i]), b))
+            links[(zb, za)].append((b, int(c.b_port[i]), a))
             graph.add_edge(za, zb)
+        leaf_of = np.where(sn.lid_switch >= 0, sn.lid_switch, sn.ca_switch)
         exits = {}
         lids = np.flatnonzero(owner >= 0)
+        split = direction_split(sn.fabric.model)
+        rising = nx.DiGraph((u, v) for u, v in graph.edges() for u, v in ((u, v), (v, u)) if u < v)
+        falling = nx.DiGraph((v, u) for u, v in rising.edges())
         for k, z in enumerate(zones):
-            paths = nx.single_source_shortest_path(graph, k)
+            if split:  # paths of rising (falling) zone index only: each direction's VLs stay acyclic
+                paths = {o: p for g in (rising, falling) if k in g for o, p in nx.single_source_shortest_path(g, k).items()}
+            else:
+                paths = nx.single_source_shortest_path(graph, k)
             remote = {}
             by_next: dict[int, list[int]] = defaultdict(list)
             for lid in lids:
@@ -293,10 +308,16 @@ class FatTreeEngine:
                     by_next[paths[o][1]].append(int(lid))
             for nxt, members in sorted(by_next.items()):
                 out = links[(k, nxt)]
-                lids_ = np.array(members, dtype=np.int64)
-                pick = _per_role_round_robin(lids_, roles[lids_], len(out))
-                for lid, j in zip(members, pick.tolist()):
-                    remote[lid] = out[j]
+                far = np.array([f for _, _, f in out])
+                load = np.zeros((int(roles.max()) + 1, len(out)), np.int64)
+                for lid in sorted(members, key=lambda l: (leaf_of[l] not in far, l)):  # forced ones first
+                    allowed = np.flatnonzero(far == leaf_of[lid])
+                    if not len(allowed):
+                        allowed = np.arange(len(out))
+                    r = int(roles[lid])
+                    j = int(allowed[np.lexsort((allowed, load.sum(axis=0)[allowed], load[r, allowed]))[0]])
+                    load[r, j] += 1
+                    remote[lid] = out[j][:2]
             exits[z.name] = remote
         return exits
 

@@ -51,8 +51,13 @@ class PortGroup:
         return np.bincount(pat, minlength=len(self.patterns))
 
     def bound(self, role: int | None = None) -> int:
-        """The exact as-built bound (a flow where the legal port sets differ)."""
-        return min_max_load(self.patterns, self.counts(role))
+        """The exact as-built bound (a flow where the legal port sets differ).  For a role: the
+        least max-load of that role's destinations while the group stays at its total bound
+        (balance in total comes first; on a degraded fabric the two can conflict)."""
+        if role is None:
+            return min_max_load(self.patterns, self.counts())
+        mine = self.counts(role)
+        return min_max_load(self.patterns, mine, self.counts() - mine, self.bound())
 
     def at_counting_bound(self) -> bool:
         """Every port already at the quick lower bound, in total and per role: then nothing can
@@ -76,33 +81,38 @@ def counting_bound(patterns: np.ndarray, counts: np.ndarray) -> int:
                int(np.max(-(-counts // np.maximum(patterns.sum(axis=1), 1)))))
 
 
-def min_max_load(patterns: np.ndarray, counts: np.ndarray) -> int:
+def min_max_load(patterns: np.ndarray, counts: np.ndarray, others: np.ndarray | None = None, total: int | None = None) -> int:
     """Smallest k such that counts[i] items of legal-port pattern i can be placed with at most
-    k per port (0 when there are none)."""
-    keep = counts > 0
-    patterns, counts = patterns[keep], counts[keep]
+    k per port (0 when there are none); with `others` (more items per pattern) and `total`, at
+    the same time as those with at most `total` items per port in all."""
     lo = counting_bound(patterns, counts)
-    if len(counts) <= 1 or patterns[:, patterns.any(axis=0)].all():
+    if others is None and (np.count_nonzero(counts) <= 1 or patterns[counts > 0][:, patterns[counts > 0].any(axis=0)].all()):
         return lo
+    if others is None:
+        others, total = np.zeros_like(counts), int(counts.sum())
     hi = int(counts.sum())
     while lo < hi:
         k = (lo + hi) // 2
-        if _assignable(patterns, counts, k):
+        if _assignable(patterns, counts, others, k, total):
             hi = k
         else:
             lo = k + 1
     return lo
 
 
-def _assignable(patterns: np.ndarray, counts: np.ndarray, k: int) -> bool:
-    """Max flow source → pattern (its count) → legal port → sink (k each) saturates the source."""
+def _assignable(patterns: np.ndarray, counts: np.ndarray, others: np.ndarray, k: int, total: int) -> bool:
+    """Max flow: source → pattern (its count) → port for the counted items (k each) → port
+    (`total` each) → sink, the other items going to the port's total directly; feasible when
+    the flow takes every item."""
     g, p = patterns.shape
     gi, pj = np.nonzero(patterns)
-    src = np.r_[np.zeros(g, np.int64), 1 + gi, 1 + g + np.arange(p)]
-    dst = np.r_[1 + np.arange(g), 1 + g + pj, np.full(p, 1 + g + p)]
-    cap = np.r_[counts, counts[gi], np.full(p, k)].astype(np.int32)
-    graph = csr_matrix((cap, (src, dst)), shape=(g + p + 2, g + p + 2))
-    return maximum_flow(graph, 0, g + p + 1).flow_value == int(counts.sum())
+    mine, port, sink = 1 + np.arange(g), 1 + 2 * g + p + np.arange(p), 1 + 2 * g + 2 * p
+    theirs, slot = 1 + g + np.arange(g), 1 + 2 * g + np.arange(p)
+    src = np.r_[np.zeros(2 * g, np.int64), mine[gi], theirs[gi], slot, port]
+    dst = np.r_[mine, theirs, slot[pj], port[pj], port, np.full(p, sink)]
+    cap = np.r_[counts, others, counts[gi], others[gi], np.full(p, k), np.full(p, total)].astype(np.int32)
+    graph = csr_matrix((cap, (src, dst)), shape=(sink + 1, sink + 1))
+    return maximum_flow(graph, 0, sink).flow_value == int(counts.sum() + others.sum())
 
 
 def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> list[PortGroup]:
@@ -157,32 +167,88 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
 
 def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray) -> None:
     """Reassign the group's destinations so that every port meets the group's bound in total
-    and per role, changing as few entries as possible; `priority[lid]` higher = move last."""
+    and per role, changing as few entries as possible; `priority[lid]` higher = moves last
+    (a move costs 1 + 4 × priority; among equals the newest destination moves).
+
+    Cheap first: single moves from a port over its cap to one with room, against the quick
+    counting bounds (reaching those is optimal), then against the exact ones; only when single
+    moves get stuck does a min-cost flow reassign the group."""
     if group.legal() and group.at_counting_bound():
         return
-    nroles = int(group.roles.max()) + 1
     bound = group.bound()
-    bound_r = {r: group.bound(r) for r in np.unique(group.roles).tolist()}
-    loads = group.loads()
-    if loads.max(initial=0) <= bound and all(group.loads(r).max(initial=0) <= b for r, b in bound_r.items()) \
-            and group.legal():
+    roles = np.unique(group.roles).tolist()
+    quick = {r: counting_bound(group.patterns, group.counts(r)) for r in roles}
+    if _single_moves(lft, group, bound, quick, priority):
         return
-    for extra in range(nroles + 2):  # relax per-role bounds only if all cannot hold at once
-        flow = _min_cost_assignment(group, bound, {r: b + extra for r, b in bound_r.items()})
+    exact = {r: group.bound(r) for r in roles}
+    if exact != quick and _single_moves(lft, group, bound, exact, priority):
+        return
+    for extra in range(len(roles) + 2):  # relax per-role bounds only if all cannot hold at once
+        flow = _min_cost_assignment(group, bound, {r: b + extra for r, b in exact.items()}, priority)
         if flow is not None:
+            _apply(lft, group, flow, priority)
+            return
+
+
+def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[int, int], priority: np.ndarray) -> bool:
+    """Greedy repair; True (and the group updated in place) when every cap holds."""
+    chosen = group.chosen.copy()
+    allowed = group.patterns[group.pattern]
+    # a destination on an illegal port must move: give it its least loaded legal port first
+    for i in np.flatnonzero((chosen < 0) | ~allowed[np.arange(len(chosen)), np.maximum(chosen, 0)]):
+        legal = np.flatnonzero(allowed[i])
+        chosen[i] = legal[np.argmin(np.bincount(chosen[chosen >= 0], minlength=len(group.ports))[legal])]
+    roles = group.roles
+    nr = int(roles.max()) + 1
+    cap_r = np.array([bound_r.get(r, 0) for r in range(nr)])
+    load = np.bincount(chosen, minlength=len(group.ports))
+    load_r = np.zeros((nr, len(group.ports)), np.int64)
+    np.add.at(load_r, (roles, chosen), 1)
+    order = np.lexsort((-group.lids, priority[group.lids]))  # who moves first: low priority, newest
+    for _ in range(4 * len(chosen) + 8):
+        over_r = load_r > cap_r[:, None]
+        over = load > bound
+        if not over.any() and not over_r.any():
             break
+        moved = False
+        for i in order:
+            c, r = chosen[i], roles[i]
+            if not (over[c] or over_r[r, c]):
+                continue
+            room = allowed[i] & (load < bound) & (load_r[r] < cap_r[r])
+            room[c] = False
+            if room.any():
+                j = int(np.flatnonzero(room)[np.argmin(load[room])])
+                load[c] -= 1
+                load_r[r, c] -= 1
+                load[j] += 1
+                load_r[r, j] += 1
+                chosen[i] = j
+                moved = True
+                break
+        if not moved:
+            return False
     else:
-        return
-    _apply(lft, group, flow, priority)
+        return False
+    changed = chosen != group.chosen
+    lft[group.switch, group.lids[changed]] = group.ports[chosen[changed]]
+    group.chosen = chosen
+    return True
 
 
-def _min_cost_assignment(group: PortGroup, bound: int, bound_r: dict[int, int]) -> dict | None:
+def _keys(group: PortGroup, priority: np.ndarray) -> np.ndarray:
+    """[destination] (role, legal-port pattern, current port, priority): interchangeable items."""
+    return np.stack([group.roles, group.pattern, group.chosen, priority[group.lids]], axis=1)
+
+
+def _min_cost_assignment(group: PortGroup, bound: int, bound_r: dict[int, int], priority: np.ndarray) -> dict | None:
     g = nx.DiGraph()
-    keys, n = np.unique(np.stack([group.roles, group.pattern, group.chosen], axis=1), axis=0, return_counts=True)
-    for (r, pat, cur), count in zip(keys.tolist(), n.tolist()):
-        g.add_node(("src", r, pat, cur), demand=-count)
+    keys, n = np.unique(_keys(group, priority), axis=0, return_counts=True)
+    for key, count in zip(map(tuple, keys.tolist()), n.tolist()):
+        r, pat, cur, prio = key
+        g.add_node(("src",) + key, demand=-count)
         for j in np.flatnonzero(group.patterns[pat]).tolist():
-            g.add_edge(("src", r, pat, cur), ("rp", r, j), weight=0 if j == cur else 1)
+            g.add_edge(("src",) + key, ("rp", r, j), weight=0 if j == cur else 1 + 4 * prio)
     for r, b in bound_r.items():
         for j in range(len(group.ports)):
             g.add_edge(("rp", r, j), ("p", j), capacity=b)
@@ -197,17 +263,15 @@ def _min_cost_assignment(group: PortGroup, bound: int, bound_r: dict[int, int]) 
 
 def _apply(lft: np.ndarray, group: PortGroup, flow: dict, priority: np.ndarray) -> None:
     by_key: dict = {}
-    order = np.lexsort((group.lids, -priority[group.lids]))  # who stays: highest priority, then oldest
-    for i in order:
-        k = (int(group.roles[i]), int(group.pattern[i]), int(group.chosen[i]))
-        by_key.setdefault(k, []).append(int(i))
-    for k, members in by_key.items():
-        out = flow[("src",) + k]
-        take = [(j, n) for (_, _, j), n in out.items() if n]
-        stay = next((n for j, n in take if j == k[2]), 0)
-        movers = members[stay:]  # the first `stay` (highest priority) keep their port
+    keys = _keys(group, priority)
+    for i in np.argsort(group.lids, kind="stable"):  # the oldest (lowest LID) stay
+        by_key.setdefault(tuple(keys[i].tolist()), []).append(int(i))
+    for key, members in by_key.items():
+        take = [(j, n) for (_, _, j), n in flow[("src",) + key].items() if n]
+        stay = next((n for j, n in take if j == key[2]), 0)
+        movers = members[stay:]
         for j, n in take:
-            if j == k[2]:
+            if j == key[2]:
                 continue
             for i in movers[:n]:
                 lft[group.switch, group.lids[i]] = group.ports[j]

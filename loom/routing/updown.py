@@ -12,8 +12,8 @@ destination leaves the zone), within t's zone:
 - `down[X, t]`: X reaches t going only down (X = t included);
 - `updown[X, t]`: X reaches t going up, then down (includes `down`);
 - a switch that reaches t neither way (a spine asked for another spine's LID in a two-layer
-  tree) goes down to the zone's *turn leaf* and up from there: the only place where a
-  down→up turn happens, which keeps one VL free of credit loops.
+  tree) goes to the zone's *turn leaf* and up from there: the only place where a down→up turn
+  happens, which keeps one VL free of credit loops (`turn_leaf`).
 - `live[X]`: X is in the part of the subnet the subnet manager sees (the component of its
   node, else the component with most channel adapters); anything else is cut off.
 
@@ -27,7 +27,7 @@ from functools import cached_property
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import connected_components, shortest_path
 
 from .subnet import LAYER, TO_SWITCH, Subnet
 
@@ -78,6 +78,14 @@ class UpDown:
         return reach
 
     @cached_property
+    def hops(self) -> np.ndarray:
+        """[X, Y] switch-to-switch hops within a zone over working links (inf: not connected)."""
+        r, _, p = self.links
+        m = self.zone[r] == self.zone[p]
+        graph = csr_matrix((np.ones(int(m.sum())), (r[m], p[m])), shape=(self.sn.n, self.sn.n))
+        return shortest_path(graph, unweighted=True, directed=False)
+
+    @cached_property
     def live(self) -> np.ndarray:
         """[X] the switch is in the subnet manager's part of the subnet."""
         sn = self.sn
@@ -116,23 +124,50 @@ class UpDown:
         return names + [sn.lid_name(l) for l in lost_ca]
 
     @cached_property
-    def turn_leaf(self) -> dict[int, int]:
-        """{zone index: leaf row}: the live leaf that reaches the most switches of its zone up and
-        down (every one, on a fabric whose leaves each still reach every spine); on a tie the
-        zone's single border leaf, then the first leaf (leaf 0 of an intact zone).  Every
-        down→up turn of the zone happens there, so the zone's one VL stays free of credit loops."""
+    def turn_leaf(self) -> np.ndarray:
+        return self._turns[0]
+
+    @cached_property
+    def turned(self) -> np.ndarray:
+        """[X, t] X reaches t with one turn at a turning leaf (up-down, turn, up-down)."""
+        out = self.updown.copy()
+        for z in np.unique(self.zone):
+            for leaf in self.turn_leaves(int(z)):
+                out |= self.updown[:, leaf][:, None] & self.updown[leaf][None, :]
+        return out
+
+    def turn_leaves(self, zone: int) -> list[int]:
+        """The zone's turning leaves, the preferred one first."""
+        main = self._turns[1].get(zone, -1)
+        used = set(self.turn_leaf[(self.zone == zone) & (self.turn_leaf >= 0)].tolist()) - {main}
+        return ([main] if main >= 0 else []) + sorted(used)
+
+    @cached_property
+    def _turns(self) -> tuple[np.ndarray, dict[int, int]]:
+        """[target switch] the leaf where switches that reach the target neither down nor up-then-
+        down turn from down to up (-1: none can).  Preferred for every target of a zone: the live
+        leaf that reaches the most switches of its zone (every one, on a fabric whose leaves each
+        still reach every spine), on a tie the zone's single border leaf, then the first leaf
+        (leaf 0 of an intact zone) — so the zone's down→up turns all happen at one leaf and its
+        one VL stays free of credit loops.  Only a target that leaf cannot reach (parts of the
+        fabric lost) takes the next leaf in that order."""
         r, _, p = self.links
         border = r[(self.zone[r] != self.zone[p]) & self.live[r]]
-        out = {}
+        out = np.full(self.sn.n, -1, np.int64)
+        main = {}
         for z in np.unique(self.zone):
             members = np.flatnonzero(self.zone == z)
             b = np.unique(border[self.zone[border] == z])
             leaves = np.flatnonzero((self.zone == z) & (self.layer == 0) & self.live)
-            if len(leaves):
-                reach = self.updown[np.ix_(leaves, members)].sum(axis=1)
-                key = [(-int(n), not (len(b) == 1 and x == b[0]), self.sn.switch(int(x)).edge or 0) for x, n in zip(leaves, reach)]
-                out[int(z)] = int(leaves[min(range(len(leaves)), key=key.__getitem__)])
-        return out
+            if not len(leaves):
+                continue
+            reach = self.updown[np.ix_(leaves, members)].sum(axis=1)
+            key = [(-int(n), not (len(b) == 1 and x == b[0]), self.sn.switch(int(x)).edge or 0) for x, n in zip(leaves, reach)]
+            pref = leaves[sorted(range(len(leaves)), key=key.__getitem__)]
+            main[int(z)] = int(pref[0])
+            can = self.updown[np.ix_(pref, members)]
+            out[members] = np.where(can.any(axis=0), pref[np.argmax(can, axis=0)], -1)
+        return out, main
 
     @cached_property
     def cross_port(self) -> np.ndarray:
@@ -163,8 +198,9 @@ class UpDown:
     def candidates(self, x: int, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ports, mask[len(target), len(ports)]): which of switch x's same-zone ports are legal
         next hops towards each target: down towards it if x is above it, else up towards it;
-        a switch that reaches it neither way heads for the zone's turn leaf (by the same rule)
-        and turns up there; failing that, it goes down to any switch that reaches the target."""
+        a switch that reaches it neither way heads for the target's turn leaf (by the same rule)
+        and turns up there; failing that (a part of the zone hanging on by one leaf) it takes
+        any neighbour nearer to the target, and the deadlock check judges the result."""
         r, c, p = self.links
         mine = (r == x) & (self.zone[p] == self.zone[x])
         ports, peers = c[mine], p[mine]
@@ -177,12 +213,20 @@ class UpDown:
                             higher & self.updown[x, t] & self.updown[peers[None, :], t])
 
         mask = legal(target)
-        turn = self.turn_leaf.get(int(self.zone[x]), x)
         stuck = ~self.updown[x, target]
         if stuck.any():
-            via = self.updown[turn, target] & self.updown[x, turn] & (turn != x)
-            towards_turn = legal(np.array([turn]))[0]
-            mask[stuck] = np.where(via[stuck, None], towards_turn[None, :],
-                                   lower & self.updown[peers[None, :], target[stuck, None]])
+            # turn at the target's turn leaf, else at another leaf where the zone already turns
+            # (fewest distinct turning points), else step to any neighbour nearer the target
+            t_st = target[stuck]
+            leaves = self.turn_leaves(int(self.zone[x]))
+            chosen = np.full(len(t_st), -1, np.int64)
+            for reach in (self.updown, self.turned):  # one turn if possible, else two
+                order = [self.turn_leaf[t_st]] + [np.full(len(t_st), leaf) for leaf in leaves]
+                for cand in order:
+                    ok = (chosen < 0) & (cand >= 0) & (cand != x) & self.updown[x, np.maximum(cand, 0)] \
+                        & reach[np.maximum(cand, 0), t_st]
+                    chosen[ok] = cand[ok]
+            nearer = self.hops[peers[None, :], t_st[:, None]] < self.hops[x, t_st][:, None]
+            mask[stuck] = np.where((chosen >= 0)[:, None], legal(np.maximum(chosen, 0)), nearer)
         mask &= (target != x)[:, None]
         return ports, mask

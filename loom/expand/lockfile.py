@@ -1,0 +1,187 @@
+"""The lock file: where everything that exists already is, so a change to the model changes the
+floor only where it must (Terraform's state, for cables).
+
+`topology/<model>.lock.json` sits next to `topology/<model>.yaml`.  JSON (also valid YAML 1.2),
+one device per line: it reads in 0.05 s for 4,096 nodes where a YAML parser takes seconds, and
+its name stays out of `topology/*.yaml` globs.  It holds, by name:
+- every switch: rack, RU, GUID and LID;
+- every node: rack, RU and, per NIC port (`nic/port`), the switch and port it is cabled to, its
+  port GUID and LID;
+- the rack list (names in walking order) and the first switch LID (`switch_lid_base`): CA ports
+  take LIDs below it, switches from it upwards, so neither kind of growth renumbers the other;
+- `digest`: SHA-256 of everything above, so `loom lock --check` notices a hand edit;
+- GUIDs as hex strings ("0x0002c90100000010"), LIDs as numbers (InfiniBand); host addresses and
+  switch loopbacks (Ethernet).
+
+Expansion reads it first (`loom.expand.build`): what is locked stays, new things take free
+places, and the places of removed things stay taken for the change that removes them (they are
+freed when `loom lock` rewrites the file).  One line per device keeps `git diff` readable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field, ValidationError
+
+from loom.model.errors import ModelError, Problem
+from loom.model.reading import read_text
+from loom.model.schema import Strict
+
+from .fabric import HOST, Fabric
+
+VERSION = 1
+ABOUT = ("Loom lock file: where every switch, node and cable of this fabric is (rack, RU, switch port, "
+         "GUID, LID). Written by `loom lock MODEL`; commit it next to the model. Do not edit by hand "
+         "(`loom lock --check` refuses a file whose digest no longer matches).")
+Guid = Annotated[int, BeforeValidator(lambda v: int(v, 16) if isinstance(v, str) else v), Field(ge=0)]
+
+
+class LockedPort(Strict):
+    switch: str = Field(description="switch the NIC port is cabled to")
+    port: int = Field(ge=1, description="switch port number")
+    lid: int = Field(0, ge=0, description="LID of the NIC port (InfiniBand), 0 on Ethernet")
+    guid: Guid = Field(0, description="port GUID (InfiniBand), 0 on Ethernet")
+    address: str | None = Field(None, description="host address on its /31 (Ethernet)")
+
+
+class LockedNode(Strict):
+    rack: str
+    ru: int = Field(ge=1)
+    ports: dict[str, LockedPort] = Field(description="`nic/port` → where it is cabled")
+
+
+class LockedSwitch(Strict):
+    rack: str
+    ru: int = Field(ge=1)
+    lid: int = Field(0, ge=0)
+    guid: Guid = 0
+    loopback: str | None = None
+
+
+class Lock(Strict):
+    about: str = Field(ABOUT, description="what the file is")
+    version: Literal[1] = Field(VERSION, description="lock format version")
+    fabric: str = Field(description="fabric name (the model's `name`)")
+    digest: str = Field("", description="SHA-256 of the file's body, written by `loom lock`")
+    switch_lid_base: int = Field(0, ge=0, description="first switch LID; CA ports take LIDs below it")
+    racks: list[str] = Field(description="rack names in walking order")
+    switches: dict[str, LockedSwitch]
+    nodes: dict[str, LockedNode]
+
+
+def lock_path(model_path: str | Path) -> Path:
+    """`topology/fire-flyer-2.yaml` → `topology/fire-flyer-2.lock.json`."""
+    p = Path(model_path)
+    return p.with_name(p.name.removesuffix(".yaml").removesuffix(".yml") + ".lock.json")
+
+
+def switch_lid_base(ca_ports: int) -> int:
+    """First switch LID of a fresh lock: room for CA ports to grow to twice their number, rounded
+    up to a multiple of 1024 (LFTs stay small; a switch LID moves only on `--relayout`)."""
+    return 1024 * (-(-(2 * ca_ports + 1) // 1024))
+
+
+# ------------------------------------------------------------------------------------ read
+
+
+def read_lock(path: Path) -> Lock | None:
+    """The lock at `path`, None if there is none; a malformed file is a ModelError naming it."""
+    if not path.exists():
+        return None
+    fix = f"restore it from git (`git checkout -- {path}`), or start over with `loom lock MODEL --relayout`"
+    text = read_text(path, "lock file", tables=True)  # bounded, regular, UTF-8 (a ModelError naming the file)
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ModelError(str(path), [Problem("", "not valid JSON: nested too deeply", fix)]) from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(str(path), [Problem("", f"not valid JSON: {exc.msg} (column {exc.colno})", fix,
+                                             line=exc.lineno)]) from None
+    try:
+        return Lock.model_validate(data)
+    except ValidationError as exc:
+        probs = [Problem(".".join(str(x) for x in e["loc"]), e["msg"], fix) for e in exc.errors()[:10]]
+        raise ModelError(str(path), probs) from None
+
+
+def lock_error(lock_file: str, path: str, message: str) -> ModelError:
+    """A lock that contradicts itself (two things in one place): name the file, the entry, the fix."""
+    return ModelError(lock_file, [Problem(path, message, "correct the entry, or start over with "
+                                          "`loom lock MODEL --relayout` (every device may move)")])
+
+
+# ----------------------------------------------------------------------------------- write
+
+
+def lock_of(fabric: Fabric, lid_base: int) -> Lock:
+    """The lock that reproduces `fabric`: every device's place and identity, by name."""
+    c = fabric.cables
+    host_rows = (c.a_kind == HOST).nonzero()[0]
+    nodes: dict[str, dict] = {n.name: {"rack": n.rack, "ru": n.ru, "ports": {}} for n in fabric.nodes}
+    for i in host_rows.tolist():
+        hp = fabric.ports[int(c.a_dev[i])]
+        sw = fabric.switches[int(c.b_dev[i])]
+        nodes[fabric.nodes[hp.node].name]["ports"][f"{hp.nic}/{hp.port}"] = LockedPort(
+            switch=sw.name, port=int(c.b_port[i]), lid=hp.lid, guid=hp.guid, address=hp.address)
+    return Lock(fabric=fabric.name, switch_lid_base=lid_base, racks=list(fabric.racks),
+                switches={s.name: LockedSwitch(rack=s.rack, ru=s.ru, lid=s.lid, guid=s.guid, loopback=s.loopback)
+                          for s in fabric.switches},
+                nodes={k: LockedNode(**v) for k, v in nodes.items()})
+
+
+def _j(x) -> str:
+    return json.dumps(x)
+
+
+def _ident(x: LockedPort | LockedSwitch) -> str:
+    """The identities of a port or switch: LID and GUID (InfiniBand), address or loopback (Ethernet)."""
+    out = f', "lid": {x.lid}, "guid": "{x.guid:#018x}"' if x.guid else ""
+    for key in ("address", "loopback"):
+        if getattr(x, key, None):
+            out += f', "{key}": "{getattr(x, key)}"'
+    return out
+
+
+def _body(lock: Lock) -> list[str]:
+    lines = [f'"version": {lock.version}', f'"fabric": {_j(lock.fabric)}', f'"switch_lid_base": {lock.switch_lid_base}',
+             f'"racks": {_j(lock.racks)}']
+    sw = [f'    {_j(n)}: {{"rack": {_j(s.rack)}, "ru": {s.ru}{_ident(s)}}}' for n, s in lock.switches.items()]
+    nodes = []
+    for name, n in lock.nodes.items():
+        ports = ", ".join(f'{_j(k)}: {{"switch": {_j(p.switch)}, "port": {p.port}{_ident(p)}}}'
+                          for k, p in n.ports.items())
+        nodes.append(f'    {_j(name)}: {{"rack": {_j(n.rack)}, "ru": {n.ru}, "ports": {{{ports}}}}}')
+    return [*lines, '"switches": {\n' + ",\n".join(sw) + "\n  }", '"nodes": {\n' + ",\n".join(nodes) + "\n  }"]
+
+
+def digest(lock: Lock) -> str:
+    return hashlib.sha256("\n".join(_body(lock)).encode()).hexdigest()
+
+
+def lock_text(lock: Lock) -> str:
+    """The file's bytes: what it is, its digest, the body (same lock ⇒ same bytes)."""
+    head = [f'"about": {_j(ABOUT)}', f'"digest": "{digest(lock)}"']
+    return "{\n" + ",\n".join("  " + x for x in head + _body(lock)) + "\n}\n"
+
+
+# ----------------------------------------------------------------------------------- check
+
+
+def differences(old: Lock, new: Lock, limit: int = 20) -> list[str]:
+    """What `new` (the lock the model gives) has that `old` (the file) does not, in words."""
+    out = []
+    for kind, a, b in (("switch", old.switches, new.switches), ("node", old.nodes, new.nodes)):
+        out += [f"{kind} {n} is in the model but not in the lock" for n in b if n not in a]
+        out += [f"{kind} {n} is in the lock but no longer in the model" for n in a if n not in b]
+        out += [f"{kind} {n}: lock {a[n].model_dump()} != model {b[n].model_dump()}" for n in b if n in a and a[n] != b[n]]
+    if old.racks != new.racks:
+        out.append(f"racks: lock {len(old.racks)} racks, model {len(new.racks)}")
+    if old.switch_lid_base != new.switch_lid_base:
+        out.append(f"switch_lid_base: lock {old.switch_lid_base}, model {new.switch_lid_base}")
+    if old.fabric != new.fabric:
+        out.append(f"fabric: lock {old.fabric}, model {new.fabric}")
+    return out[:limit] + ([f"... {len(out) - limit} more"] if len(out) > limit else [])
