@@ -62,7 +62,7 @@ def _write_under(root: Path, rel: str, data: str) -> None:
     _write(path, data)
 
 
-def _print_error(exc: Exception) -> None:
+def _print_error(exc: Exception | str) -> None:
     """`error: <message>`; the message may quote user input, so it is printed without markup."""
     err.print("[red]error:[/red] ", end="")
     err.print(str(exc), highlight=False, markup=False)
@@ -637,37 +637,83 @@ def _phase(name: str, fn, *args):
     return result
 
 
+def _progress(msg: str) -> None:
+    err.print(f"  {msg}", highlight=False)
+
+
+def _fail(exc: Exception | str) -> None:
+    _print_error(exc)
+    raise typer.Exit(1) from None
+
+
 @sim_app.command("up")
 def sim_up(model: Path = MODEL_ARG) -> None:
-    """Start ibsim with the fabric and OpenSM on its SM node; wait for SUBNET UP (idempotent)."""
+    """Start ibsim with the fabric and OpenSM on its SM node; wait for SUBNET UP (idempotent).
+    Holds the fabric lock; resolves an interrupted apply first and loads only checked tables."""
+    from loom.push import audit
+    from loom.push.apply import recover, take_lock
+    from loom.push.checked import check_input_file
     from loom.push.daemon import Daemons
+    from loom.push.errors import PlanError
     from loom.push.sim import SimError
-    from loom.render.opensm import guid2lid
-
     from loom.qos import plan_qos
     from loom.qos.render import opensm_qos_conf
+    from loom.render.opensm import guid2lid
 
     fabric, tables = _phase("route", _routed, model)
     d = Daemons.of(fabric.name)
     qos = plan_qos(fabric.model)
     conf = opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n"
     try:
+        lock = take_lock(d, "sim up", _progress, fabric=fabric.name)
+    except PlanError as exc:
+        _fail(exc)
+    try:
+        recover(d, progress=_progress)
+        if not d.up_and_running() and d.lfts_file.exists():
+            failed = check_input_file(fabric, d.lfts_file.read_text())
+            if failed:
+                rejected = d.lfts_file.with_name("lfts.dump.rejected")
+                d.lfts_file.replace(rejected)
+                _progress(f"the tables OpenSM would load fail {failed[0]}: moved to {rejected}; OpenSM starts with "
+                          "its own routing — run `loom plan` and `loom apply`")
         what = _phase("sim up", d.start, fabric, guid2lid(tables), conf)
-    except SimError as exc:
-        _print_error(exc)
-        raise typer.Exit(1) from None
+        audit.record(d.dir, "sim up", outcome=what, fabric=fabric.name)
+    except (SimError, PlanError) as exc:
+        _fail(exc)
+    except OSError as exc:
+        _fail(f"cannot write the state of {fabric.name} in {d.dir}: {exc.strerror}")
+    finally:
+        lock.release()
     s = d.status()
     out.print(f"{fabric.name}: {what} — ibsim pid {s['ibsim']['pid']}, OpenSM pid {s['opensm']['pid']} on "
               f"{s['opensm']['sm_host']}, routing {s['routing_engine']}; state in {d.dir}", highlight=False)
 
 
 @sim_app.command("down")
-def sim_down(model: Path = MODEL_ARG) -> None:
-    """Stop OpenSM and ibsim of the fabric."""
+def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force",
+             help="stop even while an apply (or another lifecycle command) holds the fabric lock")) -> None:
+    """Stop OpenSM and ibsim of the fabric.  Refuses while an apply runs unless --force."""
+    from loom.push import audit
+    from loom.push.apply import recover, take_lock
     from loom.push.daemon import Daemons
+    from loom.push.errors import PlanError
 
     d = Daemons.of(_fabric(model).name)
-    stopped = d.stop()
+    lock = None
+    try:
+        lock = take_lock(d, "sim down", _progress)
+        recover(d, progress=_progress)
+    except PlanError as exc:
+        if not force:
+            _fail(f"{exc} (or `loom sim down --force`)")
+        _progress(f"--force: stopping anyway ({exc})")
+    try:
+        stopped = d.stop()
+        audit.record(d.dir, "sim down" if lock else "sim down forced", stopped=stopped)
+    finally:
+        if lock:
+            lock.release()
     out.print(f"stopped {', '.join(stopped)}" if stopped else "nothing was running", highlight=False)
 
 
@@ -675,16 +721,21 @@ def sim_down(model: Path = MODEL_ARG) -> None:
 def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show whether the fabric's ibsim and OpenSM run and the subnet is up. Exit 0 if up."""
     from loom.push.daemon import Daemons
+    from loom.push.journal import Journal
+    from loom.push.lock import is_free
 
     d = Daemons.of(_fabric(model).name)
-    s = d.status()
+    s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None}
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
     else:
         out.print(f"ibsim: {'running' if s['ibsim']['running'] else 'down'} (pid {s['ibsim']['pid']})  "
                   f"OpenSM: {'running' if s['opensm']['running'] else 'down'} (pid {s['opensm']['pid']})  "
-                  f"subnet up: {s['subnet_up']}  sweeps: {s['sweeps']}  engine: {s['routing_engine']}", highlight=False)
-    raise typer.Exit(0 if d.up_and_running() else 1)
+                  f"subnet up: {s['subnet_up']}  sweeps: {s['sweeps']}  engine: {s['routing_engine']}  "
+                  f"lock: {'free' if s['lock_free'] else 'held'}"
+                  + ("  [yellow]an interrupted apply awaits recovery (any loom command resolves it)[/yellow]"
+                     if s["interrupted_apply"] else ""), highlight=False)
+    raise typer.Exit(0 if s["subnet_up"] else 1)
 
 
 @app.command()
@@ -692,17 +743,19 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     """Route, check, read the live tables and show what apply would change.
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
+    from loom.push.apply import settle
     from loom.push.daemon import Daemons
-    from loom.push.plan import PlanError, has_changes, make_plan
+    from loom.push.errors import PlanError
+    from loom.push.plan import has_changes, make_plan
     from loom.push.sim import SimError
 
     fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
     d = Daemons.of(fabric.name)
     try:
+        settle(d, _progress)
         p = _phase("read live + route + check + diff", make_plan, model, fabric, d)
     except (PlanError, SimError) as exc:
-        _print_error(exc)
-        raise typer.Exit(1) from None
+        _fail(exc)
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
     _print_plan(p)
@@ -746,10 +799,15 @@ def _print_plan(p: dict) -> None:
 
 @app.command()
 def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),
-          model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply")) -> None:
-    """Apply a plan: refuse if stale, lock, write, reload OpenSM, read back and verify; restore on failure."""
+          model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply"),
+          keep_live: bool = typer.Option(False, "--keep-live", help="refuse to overwrite changes made outside loom "
+                                         "(by default the model wins over hand edits)")) -> None:
+    """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
+    stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM."""
+    from loom.push.apply import apply_plan
     from loom.push.daemon import Daemons
-    from loom.push.plan import PlanError, apply_plan, read_plan
+    from loom.push.errors import Interrupted, PlanError
+    from loom.push.plan import read_plan
     from loom.push.sim import SimError
 
     if plan_file is None:
@@ -759,10 +817,12 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
         plan_file = Daemons.of(_fabric(model).name).dir / "last-plan.json"
     try:
         p = read_plan(plan_file)
-        res = apply_plan(p, plan_file, progress=lambda s: err.print(f"  {s}", highlight=False))
+        res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
     except (PlanError, SimError) as exc:
-        _print_error(exc)
-        raise typer.Exit(1) from None
+        _fail(exc)
+    except Interrupted as exc:
+        err.print(f"[red]apply interrupted by signal {exc.signum}:[/red] {exc.outcome}", highlight=False)
+        raise typer.Exit(128 + exc.signum) from None
     for name, secs in res.phases.items():
         err.print(f"  {name}: {secs:.2f}s", highlight=False)
     if res.ok:

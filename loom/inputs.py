@@ -1,6 +1,6 @@
 """Files and values given on the command line, read strictly.
 
-`--lfts` dumps, plans, host facts and git revisions come from outside the
+`--lfts` dumps, host facts and git revisions come from outside the
 model, often from another tool or another person.  Each is read through the bounded reader
 (`loom.model.reading`), parsed against its exact format, and refused with `InputError` naming the
 file, the line and the fix.  No refusal quotes the file's content back (a file named by
@@ -10,19 +10,13 @@ Cable catalogues, named by the model, are confined and read in `loom.model.catal
 
 from __future__ import annotations
 
-import base64
-import binascii
-import gzip
-import io
 import re
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from loom.model.errors import ModelError
 from loom.model.limits import MAX_UNICAST_LID
-from loom.model.names import Name
 from loom.model.reading import read_text
 
 
@@ -92,91 +86,6 @@ def read_lft_dump(path: Path, subnet, engine: str):
             raise bad(n, f"port {port} on switch {subnet.switch(row).name}, which has {subnet.switch(row).ports} ports")
         lft[row, lid] = port
     return Tables(subnet, lft, engine)
-
-
-# ----------------------------------------------------------------------------------- plans
-
-_SHA = r"^[0-9a-f]{64}$"
-#: Largest table text a plan may unpack to (the 32,768-GPU fabric's tables are a few MB).
-MAX_UNPACKED = 256 * 1024 * 1024
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
-
-
-class _PlanQos(_Open):
-    desired_conf: str
-    previous_conf: str
-    intent: object = None
-    conf_changes: bool
-    ports_differing: int = Field(ge=0)
-    examples: list[str]
-
-
-class _PlanChanges(_Open):
-    entries_changed: int = Field(ge=0)
-    switches_touched: int = Field(ge=0)
-    per_switch: dict[str, int]
-    destinations_moved: list[dict]
-
-
-class PlanFile(_Open):
-    """The keys `loom apply` reads from a plan, with their types."""
-
-    version: int
-    fabric: Name
-    model: str = Field(max_length=4096)
-    model_sha256: str = Field(pattern=_SHA)
-    state_dir: str = Field(max_length=4096)
-    live_sha256: str = Field(max_length=128)
-    desired_sha256: str = Field(max_length=128)
-    drift: str | None
-    qos: _PlanQos
-    changes: _PlanChanges
-    balance_before: dict
-    balance_after: dict
-    desired_lfts: str
-    previous_lfts: str
-    guid2lid: str
-
-
-def _unpacks(data: str) -> bool:
-    try:
-        raw = base64.b64decode(data, validate=True)
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
-            out = fh.read(MAX_UNPACKED + 1)
-        out.decode()
-        return len(out) <= MAX_UNPACKED
-    except (binascii.Error, OSError, EOFError, UnicodeDecodeError, ValueError):
-        return False
-
-
-def read_plan_file(path: Path, version: int) -> dict:
-    """A plan written by `loom plan`: JSON, the keys apply reads with their types, packed tables
-    that unpack, and a state directory that `loom sim up` made (apply writes there)."""
-    import json
-
-    fix = f"make a new plan with `loom plan MODEL --out {path}`"
-    text = _text(path, "plan", tables=True)
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"{path}:{getattr(exc, 'lineno', '?')}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})\n  fix: {fix}") from None
-    if not isinstance(data, dict) or data.get("version") != version:
-        raise InputError(f"{path}: not a loom plan of version {version}\n  fix: {fix}")
-    try:
-        PlanFile.model_validate(data)
-    except ValidationError as exc:
-        where = ", ".join(".".join(str(p) for p in e["loc"]) + f" ({e['type']})" for e in exc.errors()[:5])
-        raise InputError(f"{path}: not a valid plan: {where}\n  fix: {fix}") from None
-    for key in ("desired_lfts", "previous_lfts"):
-        if not _unpacks(data[key]):
-            raise InputError(f"{path}: {key} is not packed tables (base64 of gzip, at most {MAX_UNPACKED} bytes)\n  fix: {fix}")
-    state = Path(data["state_dir"])
-    if not state.is_dir() or not any((state / f).is_file() for f in ("ibsim.pid", "opensm.pid", "last-plan.json")):
-        raise InputError(f"{path}: state_dir is not a directory made by `loom sim up`\n  fix: {fix}")
-    return data
 
 
 # ----------------------------------------------------------------------------- host facts

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from loom.checks import Walk, check_balance, check_deadlock, check_reachability
 from loom.cli import app
 from loom.expand import expand
+from loom.model import load_model
 from loom.model.rules import check_rules
 from loom.model.schema import Model
 from loom.render.opensm import lfts_dump
@@ -138,3 +139,45 @@ def test_planted_one_entry_overload_on_a_full_leaf_is_caught():
     b = check_balance(Walk(t.with_entries({(leaf, lid): int(hot)})))
     assert not b.within_bound and b.levels["leaf_up"]["over_bound"] == 1
     assert any("z0-leaf3" in w for w in b.worst)
+
+
+def test_leaf_counts_populate_a_zone_partly_without_pinning():
+    data = fat_tree(ports=16, spines=4, links=2, leaves=8, leaf_down=8, nodes=13, storage=4)
+    data["node_groups"][0]["leaf_counts"] = {0: 8, 1: 3, 5: 2}
+    model = Model.model_validate(data)
+    assert check_rules(model) == []
+    f = expand(model)
+    on = {}
+    for p in f.ports:
+        if f.nodes[p.node].group == "c":
+            c = next(i for i in range(len(f.cables)) if f.cables.a_kind[i] == 1 and f.cables.a_dev[i] == p.index)
+            leaf = f.switches[int(f.cables.b_dev[c])].edge
+            on[leaf] = on.get(leaf, 0) + 1
+    assert on == {0: 8, 1: 3, 5: 2}
+    t, reach, dead, bal = verdicts(data)
+    assert reach.reachable and dead.deadlock_free and bal.within_bound
+    data["node_groups"][0]["leaf_counts"] = {0: 8, 1: 3}
+    assert any("place 11 nodes" in f.message for f in check_rules(Model.model_validate(data)))
+
+
+def test_storage_homed_in_three_zones_is_reachable_in_each(tmp_path):
+    from pathlib import Path
+
+    result = runner.invoke(app, ["check", str(Path(__file__).parent / "models" / "ring3.yaml"), "--json", "--ebb-samples", "10"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.output)
+    assert r["cross_zone_vls"] and r["ebb_fabric"] is not None and len(r["ebb_by_zone"]) == 3
+    f = expand(load_model(Path(__file__).parent / "models" / "ring3.yaml"))
+    st = [p for p in f.ports if f.nodes[p.node].group == "s"]
+    assert {p.zone for p in st} == {"z0", "z1", "z2"} and len(st) == 18
+
+
+def test_uneven_cabling_by_design_is_routed_at_its_own_bound():
+    data = fat_tree(ports=36, spines=6, links=3, leaves=10, leaf_down=18, nodes=150, storage=20)
+    data["zones"][0]["spine_links"] = [3, 3, 3, 2, 2, 1]
+    t, reach, dead, bal = verdicts(data)
+    sn = t.subnet
+    assert int((sn.peer_kind[[i for i in range(sn.n) if sn.switch(i).role == "leaf"]] == 1).sum()) == 10 * 14
+    assert reach.reachable and dead.deadlock_free and bal.within_bound and bal.design_within_bound
+    data["zones"][0]["spine_links"] = [3, 3, 3, 2, 4, 1]
+    assert any("takes 4 links" in f.message for f in check_rules(Model.model_validate(data)))

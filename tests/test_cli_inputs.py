@@ -74,44 +74,17 @@ def test_garbage_facts(tmp_path):
     assert "not UTF-8" in run("host", "check", TOPOLOGY / "fire-flyer-2.yaml", "--host", "z0-c000", "--facts", tmp_path, code=2)
 
 
-GOOD_PLAN = {"version": 1, "fabric": "tiny", "model": str(TINY), "model_sha256": "0" * 64, "state_dir": "", "live_sha256": "x",
-             "desired_sha256": "x", "drift": None, "qos": {"desired_conf": "", "previous_conf": "", "intent": None,
-             "conf_changes": False, "ports_differing": 0, "examples": []},
-             "changes": {"entries_changed": 1, "switches_touched": 1, "per_switch": {}, "destinations_moved": []},
-             "balance_before": {}, "balance_after": {}, "desired_lfts": "", "previous_lfts": "", "guid2lid": ""}
-
-
 @pytest.mark.parametrize("content,expect", [
     ('{"version": 1, "fab', "not valid JSON"),
     ("[" * 100_000, "not valid JSON"),
-    ("[]", "not a loom plan"),
-    ('{"version": 1}', "not a valid plan"),
-    (json.dumps({**GOOD_PLAN, "changes": {"entries_changed": "many"}}), "not a valid plan"),
-    (json.dumps({**GOOD_PLAN, "fabric": "../../x"}), "not a valid plan"),
-    (json.dumps({**GOOD_PLAN, "desired_lfts": SECRET, "previous_lfts": SECRET}), "is not packed tables"),
+    ("[]", "is not a loom plan"),
+    (b"\xff\xfe" + "{}".encode("utf-16-le"), "not UTF-8"),
 ])
 def test_bad_plan(tmp_path, content, expect):
-    from loom.push.plan import PLAN_VERSION
-
-    (tmp_path / "p.json").write_text(content.replace('"version": 1', f'"version": {PLAN_VERSION}'))
-    out = run("apply", tmp_path / "p.json")
-    assert expect in out and SECRET not in out
-
-
-def test_plan_state_dir_must_be_loom_s(tmp_path):
-    """apply writes into the plan's state_dir: a plan naming any other directory is refused."""
-    import base64
-    import gzip
-
-    from loom.push.plan import PLAN_VERSION
-
-    packed = base64.b64encode(gzip.compress(b"x")).decode()
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    plan = {**GOOD_PLAN, "version": PLAN_VERSION, "state_dir": str(victim), "desired_lfts": packed, "previous_lfts": packed}
-    (tmp_path / "p.json").write_text(json.dumps(plan))
-    assert "state_dir is not a directory made by `loom sim up`" in run("apply", tmp_path / "p.json")
-    assert list(victim.iterdir()) == []
+    """Plans are read bounded and parsed strictly; what apply checks in a plan is loom.push.checked's."""
+    path = tmp_path / "p.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert expect in run("apply", path)
 
 
 def test_diff_revision_cannot_be_an_option(tmp_path):

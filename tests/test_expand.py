@@ -182,3 +182,16 @@ def test_model_reference_is_up_to_date():
 
     committed = (Path(__file__).parent.parent / "docs" / "model.md").read_text()
     assert committed == model_reference(), "docs/model.md is stale: run `.venv/bin/loom docs`"
+
+
+def test_every_schema_type_is_in_the_model_reference():
+    import inspect
+
+    from pydantic import BaseModel
+
+    from loom.model import schema
+    from loom.render.model_doc import SECTIONS
+
+    types = {c for _, c in inspect.getmembers(schema, inspect.isclass)
+             if issubclass(c, BaseModel) and c.__module__ == schema.__name__ and c.__name__ != "Strict"}
+    assert types - {c for c, _ in SECTIONS} == set()

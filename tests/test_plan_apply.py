@@ -3,44 +3,23 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from loom.cli import app
 from loom.expand import load_fabric
 from loom.push.daemon import Daemons, alive
-from loom.push.plan import apply_plan, read_plan, unpack
+from loom.push.apply import apply_plan
+from loom.push.lock import FabricLock, is_free
+from loom.push.packing import unpack
+from loom.push.plan import read_plan
 from loom.push.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import route, subnet
 
-TOPO = Path(__file__).parent.parent / "topology"
-TINY = str(TOPO / "tiny.yaml")
-runner = CliRunner()
+from .simfabric import TINY, TOPO, loom
+
 pytestmark = pytest.mark.sim
-
-
-def loom(*args: str) -> tuple[int, str]:
-    r = runner.invoke(app, list(args))
-    assert "Traceback" not in r.output, r.output
-    return r.exit_code, r.output
-
-
-@pytest.fixture
-def tiny_up(tmp_path, monkeypatch):
-    if tools_missing():
-        pytest.fail(f"simulator tools missing: {tools_missing()} — run `make setup`")
-    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
-    code, out = loom("sim", "up", TINY)
-    assert code == 0, out
-    d = Daemons.of("tiny")
-    yield d
-    loom("sim", "down", TINY)
-    assert not alive(d.pid("opensm")) and not alive(d.pid("ibsim"))
 
 
 def hand_edit(d: Daemons, switch: str) -> None:
@@ -115,29 +94,36 @@ def test_stale_plan_is_refused(tiny_up, tmp_path):
 
 def test_concurrent_apply_is_refused(tiny_up, tmp_path):
     assert loom("plan", TINY, "--out", str(tmp_path / "p.json"))[0] == 2
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    lock = FabricLock(tiny_up.dir, "apply").acquire()  # another apply holds the fabric lock
     try:
-        (tiny_up.dir / "apply.lock").write_text(json.dumps({"user": "alice", "pid": holder.pid, "host": "h", "since": "now"}))
         code, out = loom("apply", str(tmp_path / "p.json"))
-        assert code == 1 and "held by alice" in out and str(holder.pid) in out
+        assert code == 1 and "another apply is running" in out and "pid" in out
     finally:
-        holder.kill()
-        holder.wait()
-    code, out = loom("apply", str(tmp_path / "p.json"))  # the holder died: its stale lock is taken over
+        lock.release()
+    code, out = loom("apply", str(tmp_path / "p.json"))
     assert code == 0, out
 
 
-def test_opensm_killed_during_apply_restores_previous_state(tiny_up, tmp_path):
+def test_opensm_killed_during_apply_restores_previous_state(tiny_up, tmp_path, monkeypatch):
     d = tiny_up
     assert loom("plan", TINY, "--out", str(tmp_path / "p.json"))[0] == 2
     before = parse_lfts_dump(d.dump_fts())
     plan = read_plan(tmp_path / "p.json")
-    res = apply_plan(plan, tmp_path / "p.json", on_written=lambda dd: dd.kill_opensm(), timeout=30)
+    real_wait, calls = Daemons.wait_sweep, []
+
+    def crash_once(self, before, timeout):  # OpenSM dies during the sweep that loads the new tables
+        if not calls:
+            calls.append(1)
+            self.kill("opensm")
+        return real_wait(self, before, timeout)
+
+    monkeypatch.setattr(Daemons, "wait_sweep", crash_once)
+    res = apply_plan(plan, tmp_path / "p.json", timeout=30)
     assert not res.ok and "restored and verified" in res.message, res.message
     assert parse_lfts_dump(d.dump_fts()) == before  # nothing half-applied
     assert alive(d.pid("opensm"))  # and OpenSM runs again
     audit = [json.loads(l) for l in (d.dir / "audit.log").read_text().splitlines()]
-    assert audit[-1]["ok"] is False
+    assert audit[-1]["ok"] is False and is_free(d.dir)
 
 
 def test_hand_edited_table_is_drift(tiny_up, tmp_path):
@@ -182,6 +168,9 @@ def test_fire_flyer_apply_then_no_changes(tmp_path, monkeypatch):
         # routing and QoS: every cabled switch port (both ends of 1604 switch links + 1584 node
         # links) and every CA port was read back and equals the intent
         assert f"QoS verified on {2 * 1604 + 1584 + 1584} ports" in out, out
+        assert loom("plan", ff2)[0] == 0  # a full apply converges in one run
+        code, out = loom("apply", "--model", ff2)  # and so does the unchanged plan
+        assert code == 0 and "no changes" in out, out
         assert loom("plan", ff2)[0] == 0
     finally:
         loom("sim", "down", ff2)

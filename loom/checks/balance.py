@@ -75,10 +75,11 @@ def _design_ports(sn, group: PortGroup) -> int:
     """Ports the group has in the intact design: all up-ports, or the parallel links to one child."""
     s = sn.switch(group.switch)
     z = next(z for z in sn.fabric.model.zones if z.name == s.zone)
+    counts = getattr(z, "spine_links", None)
     if group.direction == "up":
-        design = getattr(z, "leaf_up", 0) if s.role == "leaf" else getattr(z, "spine_up", 0)
+        design = (sum(counts) if counts else z.leaf_up) if s.role == "leaf" else getattr(z, "spine_up", 0)
     elif s.role == "spine":
-        design = z.leaf_up // (getattr(z, "spines_per_pod", None) or z.spines)
+        design = counts[s.position] if counts else z.leaf_up // (getattr(z, "spines_per_pod", None) or z.spines)
     else:
         design = z.spine_up // (z.cores // z.spines_per_pod)
     return max(design, len(group.ports))

@@ -175,6 +175,7 @@ def step_nodes(d: Draft) -> None:
         nt = m.node_types[g.node_type]
         nic_ports = [(nic, p) for nic in nt.nics for p in range(1, nic.ports + 1)]
         targets = port_targets(m, g, len(nic_ports))
+        by_count = [leaf for leaf, n in sorted((g.leaf_counts or {}).items()) for _ in range(n)]
         for i in range(g.count):
             name = node_name(g, i)
             node = len(d.nodes)
@@ -187,6 +188,8 @@ def step_nodes(d: Draft) -> None:
                 kept = locked is not None and (d.switches[locked[0]]["plane"], d.switches[locked[0]]["zone"]) == (plane, zone)
                 if kept:
                     sw, port = locked
+                elif by_count:
+                    sw, port = d.take_on(plane, zone, by_count[i], ("node_groups", gi, "leaf_counts"))
                 else:
                     sw, port = d.take_port(plane, zone, g.placement == "contiguous", avoid)
                 edge = d.switches[sw]["edge"]

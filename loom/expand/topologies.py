@@ -102,10 +102,20 @@ def bigraph(z: BiGraph) -> ZoneSwitches:
 BUILDERS = {"fat-tree-2": fat_tree_2, "fat-tree-3": fat_tree_3, "bigraph": bigraph}
 
 
+def absent_links(zone) -> set[tuple[int, int]]:
+    """(leaf, up-link u) the zone's design leaves out: links past a spine's `spine_links` count."""
+    counts = getattr(zone, "spine_links", None)
+    if counts is None:
+        return set()
+    spines = len(counts)
+    return {(l, u) for l in range(zone.edge_switches) for u in range(zone.leaf_up) if u // spines >= counts[u % spines]}
+
+
 def build_zone(zone) -> ZoneSwitches:
-    """The zone's switches and cables, without the up-links the model lists as missing."""
+    """The zone's switches and cables, without the up-links its design leaves out (`spine_links`)
+    or the model lists as missing."""
     built = BUILDERS[zone.kind](zone)
-    missing = {(m.leaf, m.up_port) for m in getattr(zone, "missing_links", [])}
+    missing = {(m.leaf, m.up_port) for m in getattr(zone, "missing_links", [])} | absent_links(zone)
     if not missing:
         return built
     edge = {i: s.edge for i, s in enumerate(built.switches)}

@@ -156,27 +156,38 @@ def switch_ports(model: Model) -> Iterator[Finding]:
                               "use fewer switches or hosts per switch")
 
 
+def _several_zones(model: Model, i: int, g: NodeGroup, nt) -> Iterator[Finding]:
+    """Dual homing (exactly two zones) and multi homing (k zones): NIC port j goes to zones[j mod k]."""
+    k = len(set(g.zones))
+    if g.homing == "dual" and len(g.zones) < 2:
+        yield Finding(("node_groups", i, "zones"), f"group {g.name} is dual-homed but lists {len(g.zones)} zone",
+                      "list two zones (one NIC port goes to each), or set homing: single")
+        return
+    if g.homing == "dual" and (len(g.zones) > 2 or k != 2):
+        yield Finding(("node_groups", i, "zones"), f"a dual-homed group needs exactly two different zones, got {g.zones}",
+                      "list two different zones")
+        return
+    if k < 2 or k != len(g.zones):
+        yield Finding(("node_groups", i, "zones"), f"a multi-homed group needs two or more different zones, got {g.zones}",
+                      "list each zone once (NIC port i goes to zones[i mod k])")
+        return
+    if model.planes:
+        yield Finding(("node_groups", i, "homing"), f"{g.homing} homing and planes cannot be combined",
+                      "use planes (NICs spread over planes) or several zones, not both")
+    if nt and nt.nic_ports % k:
+        yield Finding(("node_groups", i, "node_type"), f"node type {g.node_type} has {nt.nic_ports} NIC port(s), "
+                      f"which cannot be spread evenly over {k} zones",
+                      f"give each node a multiple of {k} NIC ports (one per zone), or set homing: single")
+
+
 def homing(model: Model) -> Iterator[Finding]:
     for i, g in enumerate(model.node_groups):
         nt = model.node_types.get(g.node_type)
-        if g.homing == "dual":
-            if len(g.zones) < 2:
-                yield Finding(("node_groups", i, "zones"), f"group {g.name} is dual-homed but lists {len(g.zones)} zone",
-                              "list two zones (one NIC port goes to each), or set homing: single")
-                continue
-            if len(g.zones) > 2 or len(set(g.zones)) != 2:
-                yield Finding(("node_groups", i, "zones"), f"a dual-homed group needs exactly two different zones, got {g.zones}",
-                              "list two different zones")
-                continue
-            if model.planes:
-                yield Finding(("node_groups", i, "homing"), "dual homing and planes cannot be combined",
-                              "use planes (NICs spread over planes) or two zones, not both")
-            if nt and nt.nic_ports % 2:
-                yield Finding(("node_groups", i, "node_type"), f"node type {g.node_type} has {nt.nic_ports} NIC port(s): dual homing needs an even number",
-                              "give the node type two NICs (one per zone), or set homing: single")
+        if g.homing != "single":
+            yield from _several_zones(model, i, g, nt)
         elif len(g.zones) != 1:
             yield Finding(("node_groups", i, "zones"), f"group {g.name} lists {len(g.zones)} zones but is single-homed",
-                          "list one zone, or set homing: dual")
+                          "list one zone, or set homing: dual (two zones) or multi (k zones)")
         if nt and model.planes and nt.nic_ports % model.planes.count:
             yield Finding(("node_groups", i, "node_type"),
                           f"node type {g.node_type} has {nt.nic_ports} NIC ports, which cannot be spread evenly over {model.planes.count} planes",
@@ -184,6 +195,29 @@ def homing(model: Model) -> Iterator[Finding]:
         if nt and g.placement == "contiguous" and any(n.ports > 1 for n in nt.nics):
             yield Finding(("node_groups", i, "placement"), "a dual-port NIC's two ports must land on two different leaves; contiguous placement puts them on one",
                           "use placement: spread")
+
+
+def leaf_counts(model: Model) -> Iterator[Finding]:
+    zones = {z.name: z for z in model.zones}
+    for i, g in enumerate(model.node_groups):
+        if g.leaf_counts is None:
+            continue
+        loc = ("node_groups", i, "leaf_counts")
+        if sum(g.leaf_counts.values()) != g.count:
+            yield Finding(loc, f"leaf_counts place {sum(g.leaf_counts.values())} nodes but the group has {g.count}",
+                          "make the counts add up to `count`")
+        if g.node_type in model.node_types and ports_per_zone(model, g) != 1:
+            yield Finding(loc, f"leaf_counts need one NIC port per node in each zone; {g.node_type} has "
+                          f"{ports_per_zone(model, g)}", "use the placement policy or `pinned` for multi-port nodes")
+        for zname in g.zones:
+            z = zones.get(zname)
+            for leaf, n in g.leaf_counts.items():
+                if z is not None and not 0 <= leaf < z.edge_switches:
+                    yield Finding(loc + (leaf,), f"leaf {leaf} does not exist in zone {zname}",
+                                  f"use a leaf index from 0 to {z.edge_switches - 1}")
+                elif z is not None and not 0 <= n <= z.edge_down:
+                    yield Finding(loc + (leaf,), f"{n} nodes on leaf {leaf}, which has {z.edge_down} node-facing ports",
+                                  f"use a count from 0 to {z.edge_down}")
 
 
 def speeds(model: Model) -> Iterator[Finding]:
@@ -377,6 +411,14 @@ def pins(model: Model) -> Iterator[Finding]:
 
 def missing_links(model: Model) -> Iterator[Finding]:
     for i, z in enumerate(model.zones):
+        links = getattr(z, "spine_links", None)
+        if links is not None:
+            loc = ("zones", i, "spine_links")
+            if len(links) != z.spines:
+                yield Finding(loc, f"{len(links)} link counts for {z.spines} spines", "give one count per spine")
+            elif max(links) > z.leaf_up // z.spines:
+                yield Finding(loc, f"a spine takes {max(links)} links from every leaf, but leaf_up / spines is "
+                              f"{z.leaf_up // z.spines}", "raise leaf_up, or lower the count")
         seen = set()
         for k, m in enumerate(getattr(z, "missing_links", [])):
             loc = ("zones", i, "missing_links", k)
@@ -466,7 +508,7 @@ def addressing(model: Model) -> Iterator[Finding]:
                       f"{per_plane} of {a.p2p_pool}", "use a larger pool")
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, speeds, inter_zone, cross_zone_vls, zone_ports, node_names, pins, missing_links, qos, addressing)
+RULES = (unique_names, references, technology, switch_ports, homing, leaf_counts, speeds, inter_zone, cross_zone_vls, zone_ports, node_names, pins, missing_links, qos, addressing)
 
 
 def check_rules(model: Model) -> list[Finding]:

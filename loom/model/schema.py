@@ -133,6 +133,10 @@ class FatTree2(Strict):
     spines: int = Count(4096, description="number of spine switches")
     leaf_down: int = Count(1024, description="leaf ports facing nodes (ports 1..leaf_down)")
     leaf_up: int = Count(1024, description="leaf ports facing spines; a multiple of spines")
+    spine_links: list[Annotated[int, Field(ge=1, le=1024)]] | None = Field(
+        None, max_length=4096, description="uneven cabling by design: links from every leaf to spine s (one entry per spine, each "
+        "at most leaf_up / spines); up-link u goes to spine u mod spines as its link u div spines, and the "
+        "links past a spine's count are left out (default: leaf_up / spines to every spine)")
     oversubscription: float | None = Measure(1024, default=None, gt=0, description="optional assertion: leaf_down / leaf_up")
     missing_links: list[MissingLink] = Field(default_factory=list, max_length=65536, description="leaf up-links not cabled")
     missing_switches: list[MissingSwitch] = Field(default_factory=list, max_length=65536, description="switches that are down")
@@ -211,14 +215,19 @@ class NodeGroup(Strict):
     node_type: Name = Field(description="key of node_types")
     role: Literal["compute", "storage", "management", "other"] = Field(description="what the nodes do")
     count: int = Count(1_000_000, description="number of nodes")
-    zones: list[Name] = Field(min_length=1, max_length=16, description="zone(s) the nodes attach to; two for dual-homed")
-    homing: Literal["single", "dual"] = Field(
-        "single", description="dual: NIC port i goes to zones[i mod 2] (one HCA in each zone)"
+    zones: list[Name] = Field(min_length=1, max_length=16, description="zone(s) the nodes attach to; two for dual-homed, k for multi")
+    homing: Literal["single", "dual", "multi"] = Field(
+        "single", description="dual: NIC port i goes to zones[i mod 2] (one HCA in each zone); multi: k zones, "
+        "NIC port i to zones[i mod k] (k ports in k zones)"
     )
     placement: Literal["spread", "contiguous"] = Field(
         "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next"
     )
     name_pattern: str = Field("{group}{index:04d}", max_length=64, description="node name; fields {group} {index} {zone}")
+    leaf_counts: dict[Index, Annotated[int, Field(ge=0, le=1024)]] | None = Field(
+        None, max_length=65536, description="leaf index → nodes on that leaf, in place of the placement policy (a partly "
+        "populated zone): nodes fill the listed leaves in leaf order; the counts add up to `count`; "
+        "one NIC port per node in each of its zones")
     pinned: dict[Name, list[Index]] = Field(
         default_factory=dict,
         description="node name → leaf index for each of its NIC ports, overriding the placement; the "

@@ -6,13 +6,13 @@ import os
 import tempfile
 from pathlib import Path
 
+TEMP_PREFIX = ".loom-tmp."
 
-def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write `data` to a temp file beside `path`, fsync it, then rename it over `path`."""
-    path = Path(path)
+
+def _stage(path: Path, raw: bytes) -> str:
+    """Write `raw` to a temp file beside `path` (fsynced, usual mode); return its name."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", dir=path.parent)
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -21,8 +21,55 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Write `data` to a temp file beside `path`, fsync it, then rename it over `path`."""
+    path = Path(path)
+    write_all_atomic({path: data})
     return path
+
+
+def write_all_atomic(files: dict[Path, str | bytes | None]) -> None:
+    """Write several files all or nothing: every temp file is written first (a full disk or
+    read-only directory fails here, before any file changed), then each is renamed over its
+    target; a rename refused (an immutable file) puts back the files already replaced.
+    `None` removes the file."""
+    files = {Path(p): d for p, d in files.items()}
+    before = {p: p.read_bytes() if p.exists() else None for p in files}
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data in files.items():
+            if data is not None:
+                staged.append((_stage(path, data.encode() if isinstance(data, str) else data), path))
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    done: list[Path] = []
+    try:
+        for tmp, path in staged:
+            os.replace(tmp, path)
+            done.append(path)
+        for path, data in files.items():
+            if data is None and path.exists():
+                path.unlink()
+                done.append(path)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        if done:
+            write_all_atomic({p: before[p] for p in done})
+        raise
+
+
+def remove_temps(directory: Path) -> list[Path]:
+    """Temp files a killed writer left behind in `directory` (not recursive); removed."""
+    gone = [p for p in Path(directory).glob(f"{TEMP_PREFIX}*") if p.is_file()]
+    for p in gone:
+        p.unlink(missing_ok=True)
+    return gone

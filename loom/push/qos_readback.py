@@ -20,18 +20,19 @@ import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from loom.qos import QosPlan
 from loom.routing.subnet import NONE, TO_SWITCH, Subnet
 
-from .daemon import Daemons
+from .daemon import Daemons, client_dir
 from .sim import SimError
 
 ROW = re.compile(r"ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|")
 WORKERS = 4
+READ_TIMEOUT = 600  # seconds for every port of the fabric (seconds on two zones)
 
 
 def _smpquery(d: Daemons, *args: str) -> str:
-    res = subprocess.run(["smpquery", *args], cwd=d.dir, env=d.env(), capture_output=True, text=True, timeout=60)
+    with client_dir() as cwd:
+        res = subprocess.run(["smpquery", *args], cwd=cwd, env=d.env(), capture_output=True, text=True, timeout=60)
     if res.returncode != 0:
         raise RuntimeError(f"smpquery {' '.join(args)}: {res.stderr.strip()[-200:]}")
     return res.stdout
@@ -95,8 +96,13 @@ def _jobs(sn: Subnet, sm_host: str) -> list[dict]:
 def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
     """{"<device>/<port>": {"sl2vl": {"<in port>": [16 VLs]}, "vlarb": {"low", "high"}}} for every
     cabled switch port and CA port, in one `loom.push.madquery` process."""
-    res = subprocess.run([sys.executable, "-m", "loom.push.madquery"], input=json.dumps(_jobs(sn, d.sm_host)),
-                         capture_output=True, text=True, env=d.env(), cwd=d.dir, timeout=900)
+    d.health()
+    try:
+        with client_dir() as cwd:
+            res = subprocess.run([sys.executable, "-m", "loom.push.madquery"], input=json.dumps(_jobs(sn, d.sm_host)),
+                                 capture_output=True, text=True, env=d.env(), cwd=cwd, timeout=READ_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise SimError(f"QoS read-back did not finish within {READ_TIMEOUT}s (is ibsim answering?)") from None
     if res.returncode != 0:
         raise SimError(f"QoS read-back failed: {res.stderr.strip()[-300:]}")
     out = json.loads(res.stdout)
@@ -121,11 +127,6 @@ def digest(readback: dict) -> str:
     return hashlib.sha256(json.dumps(readback, sort_keys=True).encode()).hexdigest()
 
 
-def intent(plan: QosPlan | None) -> dict | None:
-    """What every port should hold, as stored in a plan file."""
-    return {"sl2vl": list(plan.sl2vl), "vlarb_low": [list(x) for x in plan.vlarb_low]} if plan else None
-
-
 def mismatches(readback: dict, want: dict | None) -> list[str]:
     """Ports whose tables differ from the intent (nothing is required without QoS)."""
     if want is None:
@@ -137,5 +138,5 @@ def mismatches(readback: dict, want: dict | None) -> list[str]:
         if any(r != want_sl2vl for r in rows):
             bad.append(f"{port}: SL2VL {next(r for r in rows if r != want_sl2vl)} instead of {want_sl2vl}")
         elif got["vlarb"]["low"] != want_low or got["vlarb"]["high"]:
-            bad.append(f"{port}: VLArb low {got['vlarb']['low']} instead of {want_low}")
+            bad.append(f"{port}: VLArb low {got['vlarb']['low']} high {got['vlarb']['high']} instead of low {want_low} high []")
     return bad

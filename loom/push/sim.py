@@ -34,9 +34,16 @@ def tools_missing() -> list[str]:
     return [t for t in need if shutil.which(t) is None] + ([] if Path(UMAD2SIM).exists() else [UMAD2SIM])
 
 
+def minimal_env(**extra: str) -> dict:
+    """The environment external programs get: a PATH that finds the sbin tools, a locale and
+    `extra` — never the user's whole environment (tokens, passwords, SSH agents)."""
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    return {"PATH": ":".join(dict.fromkeys(path.split(":") + ["/usr/sbin", "/sbin"])), "LANG": "C.UTF-8", **extra}
+
+
 def client_env(sock: str, host: str, **extra: str) -> dict:
     """Environment of a client of the simulated fabric: umad2sim, the CA it attaches to, the socket."""
-    return {**os.environ, "LD_PRELOAD": UMAD2SIM, "SIM_HOST": host, "IBSIM_SOCKNAME": sock, **extra}
+    return minimal_env(LD_PRELOAD=UMAD2SIM, SIM_HOST=host, IBSIM_SOCKNAME=sock, **extra)
 
 
 def start_ibsim(fabric: Fabric, plane: int, directory: Path, sock: str, timeout: float) -> subprocess.Popen:
@@ -50,7 +57,7 @@ def start_ibsim(fabric: Fabric, plane: int, directory: Path, sock: str, timeout:
     with open(directory / "ibsim.log", "wb") as log:
         proc = subprocess.Popen(["ibsim", "-s", "-n", *limits, str(net)], stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, cwd=directory, start_new_session=True,
-                                env={**os.environ, "IBSIM_SOCKNAME": sock})
+                                env=minimal_env(IBSIM_SOCKNAME=sock))
     deadline = time.monotonic() + timeout
     while f"@{sock}:ctl" not in Path("/proc/net/unix").read_text():
         if proc.poll() is not None or time.monotonic() > deadline:

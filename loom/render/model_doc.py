@@ -21,6 +21,8 @@ SECTIONS = [
     (schema.FatTree2, "A zone with `kind: fat-tree-2`."),
     (schema.FatTree3, "A zone with `kind: fat-tree-3`."),
     (schema.BiGraph, "A zone with `kind: bigraph`."),
+    (schema.MissingLink, "An entry of a fat-tree zone's `missing_links`: a design link that is not there."),
+    (schema.MissingSwitch, "An entry of a fat-tree zone's `missing_switches`: a switch that is down."),
     (schema.Planes, "`planes`: N parallel identical fabrics."),
     (schema.NodeGroup, "An entry of `node_groups`."),
     (schema.InterZoneLinks, "An entry of `inter_zone_links`."),

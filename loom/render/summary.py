@@ -73,7 +73,7 @@ def summarize(f: Fabric) -> dict:
                          for p in range(f.planes)}
     out["dual_homed"] = {}
     for g in f.model.node_groups:
-        if g.homing == "dual":
+        if g.homing in ("dual", "multi"):
             members = {n.index for n in f.nodes if n.group == g.name}
             per_node = Counter((p.node, p.zone) for p in f.ports if p.node in members)
             out["dual_homed"][g.name] = {

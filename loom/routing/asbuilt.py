@@ -21,13 +21,15 @@ from __future__ import annotations
 import numpy as np
 
 from .base import NO_ROUTE
-from .loads import carried, port_groups, rebalance_switch
+from .loads import DownLoads, carried, port_groups, rebalance_switch
 from .subnet import Subnet
 from .updown import UpDown
 
 
-def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.ndarray) -> list[str]:
-    """Fix `lft` in place as described in the module doc; returns warnings."""
+def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.ndarray,
+                  soft: np.ndarray | None = None) -> list[str]:
+    """Fix `lft` in place as described in the module doc; returns warnings.  `priority[lid]` ≥ 1
+    (higher moves last); `soft[switch, lid]` entries move first (priority 0 on that switch)."""
     ud = UpDown(sn)
     warnings = []
     cut = ud.cut_off()
@@ -43,11 +45,33 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     # level by level, since a lower level's choices decide what reaches the next one
     for lay, direction in ((0, "up"), (1, "up"), (2, "down"), (1, "down")):
         used = carried(sn, lft, lids)
+        full = np.zeros(lft.shape, bool)
+        full[:, lids] = used
         for x in np.flatnonzero(ud.live & (ud.layer == lay)):
+            prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
+            down = _down_loads(ud, lft, full, target[ud.zone[x]], lids) if lay == 0 else None
             for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
                 if group.direction == direction:
-                    rebalance_switch(lft, group, priority)
+                    rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
     return warnings
+
+
+def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.ndarray, lids: np.ndarray) -> DownLoads:
+    """Spine-to-leaf loads as they stand, for the leaf-level repair (see `loads.DownLoads`)."""
+    sn = ud.sn
+    t = np.full(sn.max_lid + 1, -1, np.int64)
+    t[lids] = target[lids]
+    into = np.zeros((sn.n, sn.n), np.int64)
+    rows, cols = np.nonzero(carries & (t >= 0)[None, :])
+    above = ud.layer[rows] > ud.layer[t[cols]]
+    np.add.at(into, (rows[above], t[cols[above]]), 1)
+    delivered = np.bincount(t[t >= 0], minlength=sn.n)
+    r, _, p = ud.links
+    ups = np.bincount(r[(ud.layer[p] > ud.layer[r]) & (ud.zone[p] == ud.zone[r])], minlength=sn.n)
+    links = np.zeros((sn.n, sn.n), np.int64)
+    np.add.at(links, (r, p), 1)
+    cap = -(-delivered // np.maximum(ups, 1))[None, :] * links
+    return DownLoads(carries.copy(), into, cap, t)
 
 
 def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray) -> None:

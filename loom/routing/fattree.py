@@ -122,12 +122,16 @@ def _per_role_round_robin(lids: np.ndarray, role: np.ndarray, n: int) -> np.ndar
 
 
 def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switch: np.ndarray,
-             kept: np.ndarray) -> np.ndarray:
+             kept: np.ndarray, home: np.ndarray) -> np.ndarray:
     """Move as few destinations as possible so that every index carries at most
     ceil(count / n) destinations, per role and in total.  Who gives way: destinations without a
     kept (hinted) choice first, then channel adapters by descending LID (a node added at the end
-    is the one that moves), switch LIDs last."""
+    is the one that moves), switch LIDs last — but first one that can go to an index no other
+    destination of its home leaf uses (each index is one spine link down into that leaf); where
+    it goes: the least used such index."""
     u = u.copy()
+    used = np.zeros((int(home.max()) + 1 if len(home) else 1, n), np.int64)
+    np.add.at(used, (home, u), 1)
     nroles = int(role.max()) + 1 if len(role) else 1
     cnt = np.zeros((nroles, n), np.int64)
     np.add.at(cnt, (role, u), 1)
@@ -152,11 +156,36 @@ def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switc
             r, targets = int(role[first]), room[int(role[first])]
         if not len(targets):
             break
-        tgt = int(targets[np.argmin(tot[targets])])
-        i = next(i for i in by_lid if u[i] == c and role[i] == r)
+        ranked = targets[np.argsort(tot[targets], kind="stable")]
+        movers = [i for i in by_lid if u[i] == c and role[i] == r]
+        i, tgt = next(((i, int(t)) for i in movers for t in ranked if not used[home[i], t]), (movers[0], int(ranked[0])))
         u[i] = tgt
         cnt[r, c] -= 1
         cnt[r, tgt] += 1
+        used[home[i], c] -= 1
+        used[home[i], tgt] += 1
+    return _unshare(u, role, home, used, by_lid)
+
+
+def _unshare(u: np.ndarray, role: np.ndarray, home: np.ndarray, used: np.ndarray, by_lid: np.ndarray) -> np.ndarray:
+    """Where two destinations of one leaf share an index (one spine link into that leaf carries
+    both), swap one's index with a destination of the same role elsewhere that takes none of
+    its leaf's indices: counts per role and per index stay as they are."""
+    for i in by_lid:
+        if used[home[i], u[i]] < 2:
+            continue
+        a = u[i]
+        for j in by_lid:
+            b = u[j]
+            if j == i or role[j] != role[i] or b == a or home[j] == home[i]:
+                continue
+            if used[home[i], b] == 0 and used[home[j], a] == 0:
+                u[i], u[j] = b, a
+                used[home[i], a] -= 1
+                used[home[i], b] += 1
+                used[home[j], b] -= 1
+                used[home[j], a] += 1
+                break
     return u
 
 
@@ -185,10 +214,11 @@ def _hinted_up(sn: Subnet, z: Zone, hint: Tables | None) -> dict[int, int]:
     return out
 
 
-def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables) -> None:
+def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables, soft: np.ndarray) -> None:
     """Where a hinted leaf sent a destination up a different (cabled) up-port whose spine
     forwards it on, keep that port, and where a hinted spine used another parallel link to the
-    same leaf, keep that link: the hint's own choices survive re-routing."""
+    same leaf, keep that link: the hint's own choices survive re-routing.  Such entries are marked
+    in `soft`: where balance needs a move, they give way first (a hand edit goes back)."""
     h = hint.subnet
     rows = {h.name(r): r for r in range(h.n)}
     h_lid_of = {name: l for l, name in enumerate(h.lid_names) if name is not None}
@@ -206,6 +236,7 @@ def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables) -> No
             port = int(want[lid])
             if sn.peer_kind[row, port] == TO_SWITCH and _forwards(sn, lft, np.array([sn.peer_dev[row, port]]), int(lid))[0]:
                 lft[row, lid] = port
+                soft[row, lid] = True
     for row in z.spines:  # a parallel link to the same leaf
         hr = rows.get(sn.name(int(row)))
         if hr is None:
@@ -215,6 +246,7 @@ def _keep_leaf_choices(sn: Subnet, z: Zone, lft: np.ndarray, hint: Tables) -> No
         same_peer = (sn.peer_kind[row, want] == TO_SWITCH) & (sn.peer_kind[row, cur] == TO_SWITCH) \
             & (sn.peer_dev[row, want] == sn.peer_dev[row, cur]) & (want != cur) & known
         lft[row, same_peer] = want[same_peer]
+        soft[row, same_peer] = True
 
 
 def _forwards(sn: Subnet, lft: np.ndarray, peers: np.ndarray, lid: int) -> np.ndarray:
@@ -241,12 +273,13 @@ class FatTreeEngine:
         roles = np.array([ROLE_ORDER[sn.lid_role(l)] if self._is_lid(sn, l) else 9 for l in range(sn.max_lid + 1)])
         exits = self._zone_exits(sn, zones, owner_zone, roles)
         kept = np.zeros(sn.max_lid + 1, bool)  # destinations whose hinted up-port was kept
+        soft = np.zeros(lft.shape, bool)  # single entries kept from the hint against the design's choice
         for z in zones:
             self._route_zone(sn, z, lft, owner_zone, roles, exits[z.name], _hinted_up(sn, z, hint), kept)
         if hint is not None:
             for z in zones:
-                _keep_leaf_choices(sn, z, lft, hint)
-        warnings = fit_to_fabric(sn, lft, roles, kept.astype(np.int64))
+                _keep_leaf_choices(sn, z, lft, hint, soft)
+        warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
         return Tables(sn, lft, self.name, tuple(warnings))
 
     @staticmethod
@@ -273,7 +306,8 @@ class FatTreeEngine:
         to a leaf that sends traffic out of the zone, which is what keeps inter-zone links on
         several leaves free of credit loops on one VL (a cycle needs traffic that came in to go
         down to a border leaf that other traffic leaves by).  The others are spread per role,
-        each over the least loaded link, in LID order (a node added later moves nobody)."""
+        each over the link its role uses least (ties from a start fixed per role), in LID order:
+        a node added later moves nobody, and no role's count moves another's."""
         c = sn.fabric.cables
         zi = {z.name: k for k, z in enumerate(zones)}
         local = {int(g): i for i, g in enumerate(sn.switches)}
@@ -315,7 +349,8 @@ class FatTreeEngine:
                     if not len(allowed):
                         allowed = np.arange(len(out))
                     r = int(roles[lid])
-                    j = int(allowed[np.lexsort((allowed, load.sum(axis=0)[allowed], load[r, allowed]))[0]])
+                    turn = (allowed - r * len(out) // len(ROLE_ORDER)) % len(out)  # each role from its own start
+                    j = int(allowed[np.lexsort((turn, load[r, allowed]))[0]])
                     load[r, j] += 1
                     remote[lid] = out[j][:2]
             exits[z.name] = remote
@@ -353,7 +388,7 @@ class FatTreeEngine:
         u[far] = _per_role_round_robin(att_lid[far], role[far], z.U)
         keep = np.array([hinted.get(int(l), -1) for l in att_lid], dtype=np.int64)
         u = np.where(keep >= 0, keep, u)
-        u = even_out(u, role, att_lid, z.U, sn.lid_switch[att_lid] >= 0, keep >= 0)
+        u = even_out(u, role, att_lid, z.U, sn.lid_switch[att_lid] >= 0, keep >= 0, att_edge)
         kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
         cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]

@@ -165,7 +165,34 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
     return out
 
 
-def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray) -> None:
+@dataclass
+class DownLoads:
+    """What a leaf's choice of up-port does one level up, so that evening out a leaf's up-ports
+    does not crowd a spine's port down into another leaf: which switch already carries each
+    destination, how many destinations each switch carries down into each target, and the
+    into-target bound ceil(destinations delivered at the target / its working up-links)."""
+
+    carries: np.ndarray  # [switch, lid]
+    into: np.ndarray  # [switch, target switch]
+    cap: np.ndarray  # [switch, target switch]: the bound per link times the links between them
+    target: np.ndarray  # [lid] target switch in the zone
+
+    def cost(self, peers: np.ndarray, lid: int) -> np.ndarray:
+        """Per peer: 0 if sending `lid` there adds nothing (already carried, or room below the
+        bound into the destination's target), else 1."""
+        t = self.target[lid]
+        if t < 0:
+            return np.zeros(len(peers), np.int64)
+        return (~self.carries[peers, lid] & (self.into[peers, t] >= self.cap[peers, t])).astype(np.int64)
+
+    def take(self, peer: int, lid: int) -> None:
+        if not self.carries[peer, lid] and self.target[lid] >= 0:
+            self.carries[peer, lid] = True
+            self.into[peer, self.target[lid]] += 1
+
+
+def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray, down: DownLoads | None = None,
+                     peers: np.ndarray | None = None) -> None:
     """Reassign the group's destinations so that every port meets the group's bound in total
     and per role, changing as few entries as possible; `priority[lid]` higher = moves last
     (a move costs 1 + 4 × priority; among equals the newest destination moves).
@@ -178,10 +205,10 @@ def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray) ->
     bound = group.bound()
     roles = np.unique(group.roles).tolist()
     quick = {r: counting_bound(group.patterns, group.counts(r)) for r in roles}
-    if _single_moves(lft, group, bound, quick, priority):
+    if _single_moves(lft, group, bound, quick, priority, down, peers):
         return
     exact = {r: group.bound(r) for r in roles}
-    if exact != quick and _single_moves(lft, group, bound, exact, priority):
+    if exact != quick and _single_moves(lft, group, bound, exact, priority, down, peers):
         return
     for extra in range(len(roles) + 2):  # relax per-role bounds only if all cannot hold at once
         flow = _min_cost_assignment(group, bound, {r: b + extra for r, b in exact.items()}, priority)
@@ -190,8 +217,11 @@ def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray) ->
             return
 
 
-def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[int, int], priority: np.ndarray) -> bool:
-    """Greedy repair; True (and the group updated in place) when every cap holds."""
+def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[int, int], priority: np.ndarray,
+                  down: DownLoads | None = None, peers: np.ndarray | None = None) -> bool:
+    """Greedy repair; True (and the group updated in place) when every cap holds.  With `down`
+    (`peers`: the switch behind each port), a move that crowds a port one level up is taken only
+    when no move among the next candidates avoids it."""
     chosen = group.chosen.copy()
     allowed = group.patterns[group.pattern]
     # a destination on an illegal port must move: give it its least loaded legal port first
@@ -210,24 +240,35 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
         over = load > bound
         if not over.any() and not over_r.any():
             break
-        moved = False
+        best = None  # (cost, i, j)
+        seen = 0
         for i in order:
             c, r = chosen[i], roles[i]
             if not (over[c] or over_r[r, c]):
                 continue
             room = allowed[i] & (load < bound) & (load_r[r] < cap_r[r])
             room[c] = False
-            if room.any():
-                j = int(np.flatnonzero(room)[np.argmin(load[room])])
-                load[c] -= 1
-                load_r[r, c] -= 1
-                load[j] += 1
-                load_r[r, j] += 1
-                chosen[i] = j
-                moved = True
+            if not room.any():
+                continue
+            js = np.flatnonzero(room)
+            cost = down.cost(peers[js], int(group.lids[i])) if down is not None else np.zeros(len(js), np.int64)
+            k = int(np.lexsort((load[js], cost))[0])
+            if best is None or cost[k] < best[0]:
+                best = (int(cost[k]), int(i), int(js[k]))
+            seen += 1
+            if best[0] == 0 or seen >= 64:
                 break
-        if not moved:
+        if best is None:
             return False
+        _, i, j = best
+        c, r = chosen[i], roles[i]
+        load[c] -= 1
+        load_r[r, c] -= 1
+        load[j] += 1
+        load_r[r, j] += 1
+        chosen[i] = j
+        if down is not None:
+            down.take(int(peers[j]), int(group.lids[i]))
     else:
         return False
     changed = chosen != group.chosen

@@ -1,0 +1,299 @@
+"""Apply a checked plan to the running fabric, write-ahead journalled, verified by reading back.
+
+    lock → settle an interrupted apply → check the plan (checked.py) → health → stale? →
+    journal intent (previous inputs saved) → write all inputs → push → read back LFTs + QoS →
+    journal verified → records → journal cleared
+
+Any failure after the journal's intent — a mismatch, a dead daemon, a full disk, SIGINT or
+SIGTERM — restores the saved inputs, pushes them and verifies routing *and* QoS; SIGKILL or
+power loss leaves the journal, and the next command that takes the lock (`recover`) finishes
+or restores it.  Every attempt, refusal, takeover and recovery goes to the audit log.
+The push itself is OpenSM restarted on the new inputs, which programs every entry and every
+QoS table whatever the switches hold, so drift made on a switch is repaired, not missed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from loom.expand import load_fabric
+from loom.routing import subnet
+
+from . import audit
+from .checked import check_plan
+from .daemon import Daemons
+from .errors import Interrupted, PlanError
+from .files import write_all_atomic
+from .journal import Journal
+from .lock import FabricLock, LockHeld
+from .packing import digest_live, mismatch, pack, unpack
+from .plan import has_changes
+from .qos_conf import UNMANAGED, conf_intent, restore_conf
+from .qos_readback import digest, mismatches, read_qos
+from .sim import SimError
+
+
+@dataclass
+class ApplyResult:
+    ok: bool
+    message: str
+    phases: dict[str, float] = field(default_factory=dict)
+    entries_changed: int = 0
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def take_lock(d: Daemons, purpose: str, progress: Callable[[str], None] = _quiet, **context) -> FabricLock:
+    """The fabric lock, with a dead holder's takeover announced and audited and a refusal audited."""
+    try:
+        lock = FabricLock(d.dir, purpose).acquire()
+    except LockHeld as exc:
+        audit.record(d.dir, f"{purpose} refused", reason=str(exc), **context)
+        raise PlanError(str(exc)) from None
+    except OSError as exc:
+        raise PlanError(f"cannot take the fabric lock in {d.dir}: {exc.strerror}; make the state directory "
+                        "writable (or free space) and retry") from None
+    if lock.took_over:
+        h = lock.took_over
+        note = (f"took over the fabric lock of {h.get('purpose', 'a change')} by {h.get('user', '?')} "
+                f"(pid {h.get('pid', '?')}, since {h.get('since', '?')}), which died holding it")
+        progress(note)
+        audit.record(d.dir, "lock taken over", previous_holder=h, by=purpose, **context)
+    return lock
+
+
+def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
+               progress: Callable[[str], None] = _quiet, keep_live: bool = False) -> ApplyResult:
+    """Apply a plan to the running simulated fabric and verify it by reading back.
+    Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
+    d = Daemons(Path(plan["state_dir"]))
+    context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
+               "plan_sha256": _file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
+    t0 = time.perf_counter()
+    lock = take_lock(d, "apply", progress, **context)
+    result = ApplyResult(False, "not started")
+    try:
+        recover(d, timeout, progress)
+        with _signals_raise():
+            result = _apply_locked(plan, d, context, timeout, progress, keep_live)
+        return result
+    except (PlanError, SimError) as exc:
+        result = ApplyResult(False, f"refused: {exc}")
+        raise
+    except Interrupted as exc:
+        exc.outcome = exc.outcome or "nothing had been written yet"
+        result = ApplyResult(False, f"interrupted by signal {exc.signum}: {exc.outcome}")
+        raise
+    finally:
+        lock.release()
+        audit.record(d.dir, "apply", ok=result.ok, outcome=result.message, entries_changed=result.entries_changed,
+                     phases=result.phases, seconds=round(time.perf_counter() - t0, 3), **context)
+
+
+def _file_digest(path: Path | None) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+    except OSError:
+        return None
+
+
+@contextmanager
+def _signals_raise():
+    """SIGINT and SIGTERM raise Interrupted (so the apply restores and records) instead of
+    ending the process mid-write."""
+    def handler(signum, _frame):
+        raise Interrupted(signum)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextmanager
+def _signals_ignored():
+    """While restoring, a second Ctrl-C must not abandon the restore half-way (the command ends
+    with the restore's outcome anyway)."""
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _timed(phases: dict, name: str, fn, *args):
+    t = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        phases[name] = round(time.perf_counter() - t, 3)
+
+
+def _apply_locked(plan: dict, d: Daemons, context: dict, timeout: float, progress, keep_live: bool) -> ApplyResult:
+    phases: dict[str, float] = {}
+    progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS)")
+    checked = _timed(phases, "check plan", check_plan, plan)
+    d.health()
+    progress("reading live tables")
+    live_text = _timed(phases, "read live", d.dump_fts)
+    q = plan["qos"]
+    # stale: forwarding tables read back, QoS by the options OpenSM programs the ports from (a full
+    # QoS read-back costs minutes on a big fabric; plan did one, apply's verify does the next)
+    current_conf = d.conf_file.read_text() if d.conf_file.exists() else UNMANAGED
+    if digest_live(live_text) != plan["live_sha256"] or current_conf != q["previous_conf"]:
+        raise PlanError("the live tables changed since this plan was made (stale plan); run `loom plan` again")
+    if keep_live and plan["drift"]:
+        raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
+                        "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
+    if not has_changes(plan):
+        return ApplyResult(True, "no changes: live tables already match the plan", phases)
+    changes = plan["changes"]["entries_changed"]
+    journal = Journal(d.dir)
+    previous = {"lfts": _read_or_none(d.lfts_file), "conf": current_conf, "guid2lid": _read_or_none(d.guid2lid_file)}
+    back_conf = restore_conf(plan["fabric"], current_conf, q["desired_conf"])
+    try:
+        journal.begin({**context, "model": plan["model"], "pid": audit.who()["pid"], "desired_lfts": plan["desired_lfts"],
+                       "previous_files": {k: pack(v) if v is not None else None for k, v in previous.items()},
+                       "restore_conf": back_conf, "previous_live": plan["previous_lfts"]})
+    except OSError as exc:
+        raise _nothing_written(d, exc) from None
+    try:
+        progress(f"writing {changes} changed entries{' and the QoS options' if q['conf_changes'] else ''}")
+        try:
+            write_all_atomic({d.guid2lid_file: plan["guid2lid"], d.conf_file: q["desired_conf"],
+                              d.lfts_file: checked.desired_lfts})
+        except OSError as exc:
+            journal.clear()
+            raise _nothing_written(d, exc) from None
+        journal.mark("written")
+        progress("pushing: OpenSM restarts on the new inputs and programs every switch and port")
+        engine = _timed(phases, "push", d.push, timeout)
+        if engine != "file":
+            raise SimError(f"OpenSM rejected the tables and fell back to {engine}")
+        journal.mark("reloaded")
+        progress("reading back and verifying")
+        back = _timed(phases, "read back", d.dump_fts)
+        wrong = mismatch(back, checked.desired_lfts)
+        if wrong:
+            raise SimError(f"read-back differs from the plan: {wrong}")
+        qos_back = None
+        if checked.qos_intent is not None:
+            qos_back = _timed(phases, "read back QoS", read_qos, d, checked.tables.subnet)
+            bad = mismatches(qos_back, checked.qos_intent)
+            if bad:
+                raise SimError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
+        d.health()  # OpenSM must still run once verified, not only while it was read
+        journal.mark("verified", live_sha256=digest_live(back), qos_sha256=digest(qos_back) if qos_back else None)
+        _finish(d, journal.load(), journal)
+    except (SimError, OSError, Interrupted) as exc:
+        with _signals_ignored():
+            progress(f"apply failed ({_reason(exc)}); restoring the previous tables")
+            ok, restored = _timed(phases, "restore", _restore, d, journal.load(), timeout)
+        audit.record(d.dir, "restore", ok=ok, outcome=restored, cause=_reason(exc), **context)
+        if isinstance(exc, Interrupted):
+            raise Interrupted(exc.signum, restored) from None
+        return ApplyResult(False, f"apply failed: {_reason(exc)}; {restored}", phases)
+    ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
+    return ApplyResult(True, f"applied and verified: {changes} entries on {plan['changes']['switches_touched']} switches{ports}",
+                       phases, changes)
+
+
+def _nothing_written(d: Daemons, exc: OSError) -> PlanError:
+    return PlanError(f"cannot write the fabric's input files in {d.dir}: {exc.strerror}; nothing was changed — "
+                     "free space or make the directory writable, then apply again")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, Interrupted):
+        return f"interrupted by {signal.Signals(exc.signum).name}"
+    if isinstance(exc, OSError):
+        return f"{exc.strerror} ({exc.filename})" if exc.filename else str(exc)
+    return str(exc)
+
+
+def _read_or_none(path: Path) -> str | None:
+    return path.read_text() if path.exists() else None
+
+
+def _finish(d: Daemons, j: dict, journal: Journal) -> None:
+    """Record what is now live as loom's (its digest and the tables, the next plan's routing
+    hint), then drop the journal."""
+    write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
+                      d.dir / "last-applied.lfts": unpack(j["desired_lfts"]),
+                      d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None})
+    journal.clear()
+
+
+def _restore(d: Daemons, j: dict, timeout: float) -> tuple[bool, str]:
+    """Put back the inputs saved in the journal, push them and verify routing and QoS.
+    The journal is cleared only once the inputs are back (a failed write keeps it for the next try)."""
+    files = {k: unpack(v) if v is not None else None for k, v in j["previous_files"].items()}
+    try:
+        write_all_atomic({d.lfts_file: files["lfts"], d.conf_file: j["restore_conf"], d.guid2lid_file: files["guid2lid"]})
+    except OSError as exc:
+        return False, (f"RESTORE FAILED: cannot write {d.osm} ({exc.strerror}); the journal is kept and the next "
+                       "loom command on this fabric retries the restore")
+    journal = Journal(d.dir)
+    if d.fabric_down():
+        journal.clear()
+        return True, "previous input files restored; the fabric is down (`loom sim up` loads them, checked)"
+    try:
+        engine = d.push(timeout)
+        back = d.dump_fts()
+        target = files["lfts"] if files["lfts"] is not None else unpack(j["previous_live"])
+        wrong = mismatch(back, target) if engine == "file" or files["lfts"] is None else f"OpenSM fell back to {engine}"
+        intent = conf_intent(j["restore_conf"])
+        if not wrong and intent is not None:
+            bad = mismatches(read_qos(d, subnet(load_fabric(j["model"]), 0)), intent)
+            wrong = f"QoS differs on {len(bad)} ports, e.g. {bad[0]}" if bad else None
+    except SimError as exc:
+        journal.clear()
+        return False, f"RESTORE FAILED ({exc}): the previous inputs are in place; run `loom sim up` then `loom plan`"
+    journal.clear()
+    if wrong:
+        return False, f"RESTORE FAILED: read-back differs from the previous state ({wrong}); run `loom plan` to see it"
+    return True, "previous tables restored and verified (routing" + (" and QoS)" if intent is not None else ")")
+
+
+def recover(d: Daemons, timeout: float = 180, progress: Callable[[str], None] = _quiet) -> str | None:
+    """Resolve an apply that died (its journal is still there); the caller holds the fabric lock.
+    Also removes temp files and umad2sim trees killed processes left.  Returns what was done."""
+    d.clean_leftovers()
+    journal = Journal(d.dir)
+    j = journal.load()
+    if j is None:
+        return None
+    if j["phase"] == "verified":
+        _finish(d, j, journal)
+        ok, outcome = True, "its tables had been verified: recorded as applied"
+    else:
+        with _signals_ignored():
+            ok, outcome = _restore(d, j, timeout)
+    message = f"an apply (pid {j.get('pid')}) was interrupted after phase '{j['phase']}': {outcome}"
+    progress(message)
+    audit.record(d.dir, "interrupted apply resolved", ok=ok, outcome=outcome, interrupted_pid=j.get("pid"),
+                 interrupted_phase=j["phase"], fabric=j.get("fabric"), plan_sha256=j.get("plan_sha256"),
+                 model_sha256=j.get("model_sha256"))
+    return message
+
+
+def settle(d: Daemons, progress: Callable[[str], None] = _quiet, timeout: float = 180) -> str | None:
+    """For commands that only read (plan): resolve an interrupted apply first, under the lock."""
+    if Journal(d.dir).load() is None:
+        return None
+    lock = take_lock(d, "recovery", progress)
+    try:
+        return recover(d, timeout, progress)
+    finally:
+        lock.release()

@@ -1,0 +1,114 @@
+"""A plan is checked, not trusted: before anything is written to a target, `check_plan` proves
+the plan file is the one `loom plan` made (its own digest and the digest of its tables), that
+the model it names is unchanged, and re-runs every check (`loom.checks.check_tables`:
+reachability and forwarding loops, deadlock freedom per VL, balance, QoS) on the very tables
+it is about to push.  The first failing check is the refusal's reason."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from loom.checks import check_tables
+from loom.expand import Fabric, load_fabric
+from loom.model import ModelError
+from loom.qos import plan_qos
+from loom.render.opensm import DumpMismatch, guid2lid, match_dump, parse_lfts_dump, tables_from_dump
+from loom.routing import subnet
+from loom.routing.base import Tables
+
+from .errors import PlanError
+from .packing import digest_live, unpack
+from .qos_conf import conf_intent, desired_conf
+
+REQUIRED = ("version", "fabric", "model", "model_sha256", "state_dir", "live_sha256", "desired_sha256", "qos", "changes",
+            "desired_lfts", "previous_lfts", "guid2lid", "plan_sha256")
+
+
+def content_digest(plan: dict) -> str:
+    """Digest of a plan's content, `plan_sha256` itself left out (indentation does not matter)."""
+    body = {k: v for k, v in plan.items() if k != "plan_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def failing_checks(verdict: dict) -> list[str]:
+    """The checks a `check_tables` verdict fails, in the order they are reported, with the first
+    example of each."""
+    r, q = verdict["reachability"], verdict["qos"]
+    failed = []
+    if not verdict["reachable"]:
+        failed.append(f"reachability ({r['unreachable_pairs']} unreachable, {r['loop_pairs']} looping pairs"
+                      + (f"; e.g. {r['examples'][0]}" if r["examples"] else "") + ")")
+    if not verdict["deadlock_free"]:
+        cycle = verdict["cycle"] or []
+        failed.append("deadlock freedom (credit loop" + (f": {' → '.join(map(str, cycle[:4]))} ..." if cycle else "") + ")")
+    if not verdict["balance"]["within_bound"]:
+        b = verdict["balance"]
+        failed.append(f"balance ({b['max_dest_per_up_port']} destinations per up-port, bound {b['lower_bound']})")
+    if q is not None and not q["ok"]:
+        failed.append("QoS (" + "; ".join(q["problems"][:2] or ["a VL has a credit loop"]) + ")")
+    return failed
+
+
+@dataclass
+class CheckedPlan:
+    fabric: Fabric
+    tables: Tables
+    desired_lfts: str
+    qos_intent: dict | None
+
+
+def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
+    """Raise PlanError with the first reason not to push this plan; else its checked contents."""
+    missing = [k for k in REQUIRED if k not in plan]
+    if missing:
+        raise PlanError(f"{where} lacks {', '.join(missing)}: it was not made by this loom; run `loom plan` again")
+    if content_digest(plan) != plan["plan_sha256"]:
+        raise PlanError(f"{where} was modified after `loom plan` made it (plan_sha256 does not match its content); "
+                        "run `loom plan` again")
+    want = unpack(plan["desired_lfts"])
+    if digest_live(want) != plan["desired_sha256"]:
+        raise PlanError(f"{where}: desired_lfts do not match desired_sha256 (the tables were edited); run `loom plan` again")
+    model = Path(plan["model"])
+    try:
+        model_sha = hashlib.sha256(model.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PlanError(f"{where}: cannot read its model {model}: {exc.strerror}; run `loom plan` again") from None
+    if model_sha != plan["model_sha256"]:
+        raise PlanError(f"{where}: the model {model} changed since the plan was made; run `loom plan {model}` again")
+    try:
+        fabric = load_fabric(model)
+    except ModelError as exc:
+        raise PlanError(f"{where}: its model {model} is no longer valid ({exc}); run `loom validate {model}`") from None
+    try:
+        tables = _tables_of(fabric, want, "plan")
+    except DumpMismatch as exc:
+        raise PlanError(f"{where}: desired_lfts do not fit the fabric of {model} ({exc}); run `loom plan` again") from None
+    qos = plan_qos(fabric.model)
+    failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
+    if failed:
+        raise PlanError(f"{where} fails {failed[0]}: refusing to push it; run `loom check {model}` and `loom plan` again")
+    if plan["guid2lid"] != guid2lid(tables):
+        raise PlanError(f"{where}: guid2lid does not match the fabric's LIDs; run `loom plan` again")
+    conf = desired_conf(fabric.name, qos, plan["qos"].get("previous_conf", ""))
+    if plan["qos"].get("desired_conf") != conf:
+        raise PlanError(f"{where}: its QoS options differ from what {model} gives; run `loom plan` again")
+    return CheckedPlan(fabric, tables, want, conf_intent(conf))
+
+
+def check_input_file(fabric: Fabric, text: str) -> list[str]:
+    """Failing checks of an OpenSM input file found on disk (start-up after a crash)."""
+    try:
+        tables = _tables_of(fabric, text, "input file")
+    except DumpMismatch as exc:
+        return [f"fit to the model ({exc})"]
+    return failing_checks(check_tables(tables, ebb_samples=0, qos=plan_qos(fabric.model)))
+
+
+def _tables_of(fabric: Fabric, text: str, engine: str) -> Tables:
+    """Tables of a dump that must be this fabric's (its switches and LIDs), else DumpMismatch."""
+    sn = subnet(fabric, 0)
+    match_dump(sn, parse_lfts_dump(text), text)
+    return tables_from_dump(sn, text, engine)

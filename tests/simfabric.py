@@ -1,0 +1,34 @@
+"""Shared by the tests that run the simulated fabric: the CLI as a function and a scan for the
+processes of a state directory (the `tiny_up` fixture is in conftest.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from loom.cli import app
+from loom.push.daemon import alive
+
+TOPO = Path(__file__).parent.parent / "topology"
+TINY = str(TOPO / "tiny.yaml")
+runner = CliRunner()
+
+
+def loom(*args: str) -> tuple[int, str]:
+    r = runner.invoke(app, list(args))
+    assert "Traceback" not in r.output, r.output
+    return r.exit_code, r.output
+
+
+def procs_using(directory: Path) -> list[int]:
+    """Processes whose command line names the state directory (ibsim's net file, OpenSM's files)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if str(directory).encode() in (p / "cmdline").read_bytes() and alive(int(p.name)):
+                    found.append(int(p.name))
+            except OSError:
+                pass
+    return found
