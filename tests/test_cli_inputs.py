@@ -3,7 +3,6 @@ never echoed, never a traceback (plans, --lfts, facts, catalogues, git revisions
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
