@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap
 
-.PHONY: setup apt-deps run test test-fast bench bench-expand bench-routing bench-roce validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -85,4 +85,12 @@ validate show check: setup
 	$(BIN)/loom $@ $(MODEL)
 
 clean:
-	rm -rf out .loom .pytest_cache .hypothesis
+	rm -rf out .loom .pytest_cache .hypothesis fuzz-out
+
+# The fuzz campaign (tests/fuzz): N structural mutants of the reference models through validate,
+# expand, route, check and render, with a per-case time and memory cap; reproducers of any
+# failure and report.json go to fuzz-out/.  Exit 1 on any traceback, hang or memory blow-up.
+N ?= 10000
+SEED ?= 1
+fuzz: setup
+	$(BIN)/python -m tests.fuzz --cases $(N) --seed $(SEED) --out fuzz-out

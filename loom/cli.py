@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from loom.expand import Fabric, load_fabric
@@ -33,27 +34,50 @@ def _fabric(path: Path) -> Fabric:
 
 def _print_model_error(path: Path, exc: ModelError) -> None:
     is_lock = exc.file.endswith(".lock.json")
-    err.print(f"[red]error:[/red] {exc.file if is_lock else path} is not a valid {'lock file' if is_lock else 'model'}",
-              highlight=False)
+    what = exc.file if is_lock else path
+    err.print(f"[red]error:[/red] {escape(str(what))} is not a valid {'lock file' if is_lock else 'model'}", highlight=False)
     for p in exc.problems:
         err.print(p.render(exc.file if is_lock else str(path)), highlight=False, markup=False)
 
 
-def _write(path: Path, data: str) -> None:
+def _write(path: Path, data: str | bytes) -> None:
     from loom.push.files import write_atomic
 
     try:
         write_atomic(path, data)
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot write {path}: {exc.strerror}", highlight=False)
+        err.print(f"[red]error:[/red] cannot write {escape(str(path))}: {exc.strerror}", highlight=False)
         raise typer.Exit(1) from None
+
+
+def _write_under(root: Path, rel: str, data: str) -> None:
+    """Write `root/rel`, refusing any `rel` that resolves outside `root` (names are checked when
+    the model loads; this is the last line of defence)."""
+    from loom.model.names import PathEscape, inside
+
+    try:
+        path = inside(root, rel)
+    except PathEscape as exc:
+        raise _input_error(exc) from None
+    _write(path, data)
+
+
+def _print_error(exc: Exception | str) -> None:
+    """`error: <message>`; the message may quote user input, so it is printed without markup."""
+    err.print("[red]error:[/red] ", end="")
+    err.print(str(exc), highlight=False, markup=False)
+
+
+def _input_error(exc: Exception, code: int = 1) -> typer.Exit:
+    _print_error(exc)
+    return typer.Exit(code)
 
 
 @app.command()
 def validate(model: Path = MODEL_ARG) -> None:
     """Check a model: schema, references, port budgets, speeds. Exit 0 if valid, 1 if not."""
     m = _fabric(model).model
-    out.print(f"{model}: valid ({m.name}, {m.technology})", highlight=False)
+    out.print(f"{model}: valid ({m.name}, {m.technology})", highlight=False, markup=False)
 
 
 @app.command()
@@ -97,7 +121,7 @@ def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--ou
     from loom.render.fabric_json import fabric_json
 
     _write(out_file, fabric_json(_fabric(model)))
-    out.print(f"wrote {out_file}", highlight=False)
+    out.print(f"wrote {out_file}", highlight=False, markup=False)
 
 
 def _route(model: Path, engine: str):
@@ -107,7 +131,7 @@ def _route(model: Path, engine: str):
     try:
         return fabric, route(fabric, engine)
     except RoutingError as exc:
-        err.print(f"[red]error:[/red] {model}: {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(model))}: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -149,12 +173,12 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
         })
     _write(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     out.print(f"routed {fabric.name} with {engine}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
-              f"on {sum(p['switches'] for p in summary['planes'])} switches → {out_dir}", highlight=False)
+              f"on {sum(p['switches'] for p in summary['planes'])} switches → {out_dir}", highlight=False, markup=False)
 
 
 @app.command()
 def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
-          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, help="random bisections for eBB"),
+          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, min=0, max=10_000, help="random bisections for eBB"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
                                            "file of the model's subnet) instead of routing the model"),
           design_bound: bool = typer.Option(False, "--design-bound", help="also fail when any switch is above the "
@@ -171,22 +195,14 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
     if lfts is None:
         fabric, tables = _route(model, engine)
     else:
-        from loom.render.opensm import DumpMismatch, match_dump, parse_lfts_dump, tables_from_dump
+        from loom.inputs import InputError, read_lft_dump
         from loom.routing import subnet
 
         fabric = _fabric(model)
         try:
-            text = lfts.read_text()
-        except OSError as exc:
-            err.print(f"[red]error:[/red] cannot read {lfts}: {exc.strerror}", highlight=False)
-            raise typer.Exit(1) from None
-        sn = subnet(fabric, 0)
-        try:
-            match_dump(sn, parse_lfts_dump(text), text)
-            tables = [tables_from_dump(sn, text, f"file {lfts.name}")]
-        except DumpMismatch as exc:
-            err.print(f"[red]error:[/red] {lfts}: not the tables of {fabric.name}: {exc}", highlight=False)
-            raise typer.Exit(1) from None
+            tables = [read_lft_dump(lfts, subnet(fabric, 0), f"file {lfts.name}")]
+        except InputError as exc:
+            raise _input_error(exc) from None
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
     bound_key = "design_within_bound" if design_bound else "within_bound"
@@ -321,7 +337,7 @@ def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for
 
     for name, text in (("model.md", model_reference()), ("cabling.md", columns_doc())):
         _write(out_dir / name, text)
-        out.print(f"wrote {out_dir / name}", highlight=False)
+        out.print(f"wrote {out_dir / name}", highlight=False, markup=False)
 
 
 def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: str) -> tuple[Path, str]:
@@ -329,17 +345,29 @@ def _model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label:
     at that revision beside it), or MODEL itself."""
     import subprocess
 
+    from loom.inputs import InputError, git_revision
+
     if file is not None:
         return file, str(file)
     if rev is None:
         return model, "working tree"
+    try:
+        git_revision(rev)
+    except InputError as exc:
+        raise _DiffError(str(exc)) from None
+    if not model.resolve().parent.is_dir():
+        raise _DiffError(f"{model}: no such directory; give the path of the model in the repository")
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=model.resolve().parent, capture_output=True, text=True)
     if top.returncode != 0:
         raise _DiffError(f"{model} is not in a git repository; use --{label}-file")
     rel = model.resolve().relative_to(top.stdout.strip())
-    show = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=top.stdout.strip(), capture_output=True)
+    sha = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+                         cwd=top.stdout.strip(), capture_output=True, text=True)
+    if sha.returncode != 0:
+        raise _DiffError(f"{rev} is not a commit of the repository holding {model}")
+    show = subprocess.run(["git", "show", f"{sha.stdout.strip()}:{rel}"], cwd=top.stdout.strip(), capture_output=True)
     if show.returncode != 0:
-        raise _DiffError(f"cannot read {rel} at revision {rev}: {show.stderr.decode().strip()}")
+        raise _DiffError(f"cannot read {rel} at revision {rev}: {show.stderr.decode(errors='replace').strip()}")
     path = tmp / label / model.name
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(show.stdout)
@@ -386,7 +414,7 @@ def diff_cmd(
     from loom.render.diff_report import markdown, summary
 
     if fmt not in ("text", "markdown", "json"):
-        err.print(f"[red]error:[/red] --format must be text, markdown or json, not {fmt}")
+        err.print(f"[red]error:[/red] --format must be text, markdown or json, not {escape(str(fmt))}")
         raise typer.Exit(2)
     if base is None and base_file is None:
         err.print("[red]error:[/red] give --base REV or --base-file FILE")
@@ -398,7 +426,7 @@ def diff_cmd(
                 path, name = _model_at(model, rev, file, Path(tmp), label)
                 sides.append(evaluate(name, _side(path, sides[0].fabric if sides else None), hint=sides[0] if sides else None))
             except _DiffError as exc:
-                err.print(f"[red]error:[/red] {exc}", highlight=False)
+                _print_error(exc)
                 raise typer.Exit(2) from None
             except ModelError as exc:
                 err.print(f"[red]error:[/red] the {label} model is not valid", highlight=False)
@@ -420,7 +448,7 @@ def _cable_plan(path: Path, fabric: Fabric):
 
     m = fabric.model
     if m.cabling is None:
-        err.print(f"[red]error:[/red] {path}: the model has no `cabling:` section\n"
+        err.print(f"[red]error:[/red] {escape(str(path))}: the model has no `cabling:` section\n"
                   "  fix: add cabling: {site: <name>, catalogue: catalogue/nvidia-hdr.yaml}", highlight=False)
         raise typer.Exit(1)
     try:
@@ -455,7 +483,7 @@ def cabling(
             try:
                 old_p, _ = _model_at(new_p, base, None, Path(tmpdir.name), "base")
             except _DiffError as exc:
-                err.print(f"[red]error:[/red] {exc}", highlight=False)
+                _print_error(exc)
                 raise typer.Exit(1) from None
             (old_p.parent / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
         else:
@@ -497,19 +525,17 @@ def cabling(
             if out_file is None:
                 err.print("[red]error:[/red] --format xlsx needs --out FILE")
                 raise typer.Exit(2)
-            from loom.push.files import write_atomic
-
-            write_atomic(out_file, to_xlsx(fabric, plan))
-            out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False)
+            _write(out_file, to_xlsx(fabric, plan))
+            out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False, markup=False)
             return
         else:
-            err.print(f"[red]error:[/red] --format must be csv, labels, xlsx or html, not {fmt}")
+            err.print(f"[red]error:[/red] --format must be csv, labels, xlsx or html, not {escape(str(fmt))}")
             raise typer.Exit(2)
     if out_file is None:
         sys.stdout.write(text)
     else:
         _write(out_file, text)
-        out.print(f"wrote {out_file}", highlight=False)
+        out.print(f"wrote {out_file}", highlight=False, markup=False)
 
 
 @app.command()
@@ -523,7 +549,7 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
 
     fabric, tables = _route(model, "fattree")
     if fabric.technology != "ethernet":
-        err.print(f"[red]error:[/red] {model} is {fabric.technology}: switch configs are for Ethernet planes "
+        err.print(f"[red]error:[/red] {escape(str(model))} is {fabric.technology}: switch configs are for Ethernet planes "
                   "(InfiniBand gets `loom route`)", highlight=False)
         raise typer.Exit(1)
     links_of = all_switch_links(fabric)
@@ -534,14 +560,14 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
             name = t.subnet.name(row)
             if fnmatch(name, only):
                 for fname, text in switch_config(t, row, prefixes, links_of).items():
-                    _write(out_dir / "switches" / name / fname, text)
+                    _write_under(out_dir, f"switches/{name}/{fname}", text)
                 written += 1
     for node in fabric.nodes:
         if fnmatch(node.name, only):
             for fname, text in host_config(fabric, node.index).items():
-                _write(out_dir / "hosts" / node.name / fname, text)
+                _write_under(out_dir, f"hosts/{node.name}/{fname}", text)
             written += 1
-    out.print(f"wrote configs of {written} devices under {out_dir}", highlight=False)
+    out.print(f"wrote configs of {written} devices under {out_dir}", highlight=False, markup=False)
 
 
 @app.command("inventory")
@@ -554,8 +580,8 @@ def inventory_cmd(model: Path = MODEL_ARG, out_dir: Path | None = typer.Option(N
     out_dir = out_dir or Path("inventory") / fabric.name
     files = inventory(fabric)
     for rel, text in files.items():
-        _write(out_dir / rel, text)
-    out.print(f"wrote {len(files)} inventory files under {out_dir}", highlight=False)
+        _write_under(out_dir, rel, text)
+    out.print(f"wrote {len(files)} inventory files under {out_dir}", highlight=False, markup=False)
 
 
 host_app = typer.Typer(no_args_is_help=True, help="Host settings: derivation and checks against gathered facts.")
@@ -571,13 +597,13 @@ def host_check(model: Path = MODEL_ARG, host: str = typer.Option(..., "--host", 
 
     fabric = _fabric(model)
     if host not in fabric.node_index:
-        err.print(f"[red]error:[/red] {model} has no node named {host}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(model))} has no node named {escape(str(host))}", highlight=False)
         raise typer.Exit(2)
     node = fabric.nodes[fabric.node_index[host]]
     try:
         problems = check_host(fabric.model, node.node_type, read_facts(facts))
     except FactsError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _print_error(exc)
         raise typer.Exit(2) from None
     if as_json:
         sys.stdout.write(json.dumps({"host": host, "node_type": node.node_type, "ok": not problems, "mismatches": problems}, indent=2) + "\n")
@@ -615,8 +641,8 @@ def _progress(msg: str) -> None:
     err.print(f"  {msg}", highlight=False)
 
 
-def _fail(exc: Exception) -> None:
-    err.print(f"[red]error:[/red] {exc}", highlight=False)
+def _fail(exc: Exception | str) -> None:
+    _print_error(exc)
     raise typer.Exit(1) from None
 
 

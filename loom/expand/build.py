@@ -8,6 +8,7 @@
     5. identities   GUIDs and LIDs (InfiniBand; locked ones kept, new ones the lowest free, CA
                     ports below `switch_lid_base`, switches from it); loopbacks, ASNs, /31s (Ethernet)
     6. layout       rows, racks and rack units (locked ones kept, new devices in free units)
+    7. names        every switch, node, NIC and rack name safe and unique (`names.py`)
 
 Every step reads and extends one `Draft`; `expand` freezes it into a `Fabric`.  The order of
 everything is fixed by the model's order and the lock, so the same model and lock give a
@@ -28,6 +29,7 @@ from loom.model.schema import SPEEDS_GBPS, Model
 from .fabric import CABLE_KINDS, HOST, SWITCH, Cables, Fabric, HostPort, Node, Switch
 from .layout import place_racks
 from .lockfile import Lock, lock_error, switch_lid_base
+from .names import check_names
 from .topologies import build_zone
 
 OUI = 0x0002C9  # Mellanox/NVIDIA OUI, the top 24 bits of every GUID Loom makes
@@ -391,7 +393,7 @@ def plane_subnets(model: Model, planes: np.ndarray, p2p: int) -> np.ndarray:
     return out
 
 
-STEPS = (step_switches, step_reserve, step_inter_zone, step_nodes, step_identities, place_racks)
+STEPS = (step_switches, step_reserve, step_inter_zone, step_nodes, step_identities, place_racks, check_names)
 
 
 def expand(model: Model, lock: Lock | None = None, lock_file: str = "") -> Fabric:

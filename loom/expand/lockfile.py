@@ -28,6 +28,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field, ValidationError
 
 from loom.model.errors import ModelError, Problem
+from loom.model.reading import read_text
 from loom.model.schema import Strict
 
 from .fabric import HOST, Fabric
@@ -92,10 +93,11 @@ def read_lock(path: Path) -> Lock | None:
     if not path.exists():
         return None
     fix = f"restore it from git (`git checkout -- {path}`), or start over with `loom lock MODEL --relayout`"
+    text = read_text(path, "lock file", tables=True)  # bounded, regular, UTF-8 (a ModelError naming the file)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(str(path), [Problem("", f"cannot read the lock file ({exc})", fix)]) from None
+        data = json.loads(text)
+    except RecursionError:
+        raise ModelError(str(path), [Problem("", "not valid JSON: nested too deeply", fix)]) from None
     except json.JSONDecodeError as exc:
         raise ModelError(str(path), [Problem("", f"not valid JSON: {exc.msg} (column {exc.colno})", fix,
                                              line=exc.lineno)]) from None

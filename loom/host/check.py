@@ -16,6 +16,7 @@ from .derive import derive, pci_address
 from .facts import cpu_range, parse_lspci, parse_numactl, parse_topo
 
 FACT_FILES = {"topo": "nvidia-smi-topo.txt", "lspci": "lspci-vvv.txt", "numactl": "numactl-H.txt"}
+TOOLS = {"topo": "nvidia-smi topo -m", "lspci": "lspci -vvv", "numactl": "numactl -H"}
 
 
 class FactsError(Exception):
@@ -23,19 +24,31 @@ class FactsError(Exception):
 
 
 def read_facts(directory: Path) -> dict[str, str]:
-    missing = [f for f in FACT_FILES.values() if not (directory / f).exists()]
-    if missing:
-        raise FactsError(f"{directory}: missing fact files {', '.join(missing)} (gather them with "
-                         "`nvidia-smi topo -m`, `lspci -vvv`, `numactl -H`)")
-    return {k: (directory / f).read_text() for k, f in FACT_FILES.items()}
+    """The fact files, each bounded, regular and UTF-8 (`loom.inputs`)."""
+    from loom.inputs import InputError, read_fact_files
+
+    try:
+        return read_fact_files(directory, FACT_FILES)
+    except InputError as exc:
+        raise FactsError(str(exc)) from None
+
+
+def parse_facts(facts: dict[str, str]) -> tuple[dict, dict, dict]:
+    """lspci, nvidia-smi topo and numactl facts parsed; output that is not the tool's is refused."""
+    parsed = []
+    for key, parse in (("lspci", parse_lspci), ("topo", parse_topo), ("numactl", parse_numactl)):
+        try:
+            parsed.append(parse(facts[key]))
+        except ValueError as exc:
+            raise FactsError(f"{FACT_FILES[key]} is not the output of {TOOLS[key]} ({exc}); "
+                             f"gather it again with `{TOOLS[key]}`") from None
+    return tuple(parsed)
 
 
 def check_host(model: Model, node_type: str, facts: dict[str, str]) -> list[str]:
     nt = model.node_types[node_type]
     intent = derive(model, node_type)
-    pci = parse_lspci(facts["lspci"])
-    topo = parse_topo(facts["topo"])
-    numa_cpus = parse_numactl(facts["numactl"])
+    pci, topo, numa_cpus = parse_facts(facts)
     problems = []
     for nic in nt.nics:
         addr = pci_address(nt, nic).lower()

@@ -13,7 +13,9 @@ def parse_topo(text: str) -> dict:
     """`nvidia-smi topo -m` → {"matrix": {row: {col: link}}, "cpu_affinity": {GPUn: "0-23"},
     "numa": {GPUn: int | None}, "nics": {"NIC0": "mlx5_0"}}."""
     lines = [l.rstrip() for l in text.splitlines()]
-    header_i = next(i for i, l in enumerate(lines) if re.match(r"^\s+GPU0\b", l))
+    header_i = next((i for i, l in enumerate(lines) if re.match(r"^\s+GPU0\b", l)), None)
+    if header_i is None:
+        raise ValueError("no header line with GPU0")
     header = re.split(r"\t+|\s{2,}", lines[header_i].strip())
     devices = [h for h in header if re.fullmatch(r"(GPU|NIC)\d+", h)]
     out = {"matrix": {}, "cpu_affinity": {}, "numa": {}, "nics": {}}
@@ -41,6 +43,8 @@ def parse_lspci(text: str) -> dict[str, dict]:
     Relaxed ordering is read from the DevCtl block (`RlxdOrd+` / `RlxdOrd-`), not DevCap."""
     out = {}
     for block in re.split(r"\n(?=[0-9a-fA-F]{2,4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d|[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)", text.strip()):
+        if not block.strip():
+            continue
         head = block.splitlines()[0]
         addr = head.split()[0]
         if addr.count(":") == 1:

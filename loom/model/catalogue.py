@@ -3,22 +3,25 @@ their part numbers.  A separate YAML file (`cabling.catalogue`), validated like 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
 from .errors import ModelError, Problem
+from .names import Label
 from .schema import Speed, Strict
 
 
 class Medium(Strict):
-    kind: str = Field(description="DAC, AOC or fiber")
-    description: str = Field("", description="free text for the bill of materials")
+    kind: Label = Field(description="DAC, AOC or fiber")
+    description: Label | Literal[""] = Field("", description="free text for the bill of materials")
     speeds: list[Speed] = Field(min_length=1, description="link speeds this medium carries")
-    max_m: float = Field(gt=0, description="longest run this medium allows")
-    lengths: dict[float, str] = Field(min_length=1, description="sold length in metres → part number")
-    transceiver: str | None = Field(None, description="transceiver part (two per cable) for fibre runs")
-    fiber: str | None = Field(None, description="fibre type, e.g. OM4 MPO-12")
+    max_m: float = Field(gt=0, le=10_000, description="longest run this medium allows")
+    lengths: dict[Annotated[float, Field(gt=0, le=10_000)], Label] = Field(min_length=1, max_length=256, description="sold length in metres → part number")
+    transceiver: Label | None = Field(None, description="transceiver part (two per cable) for fibre runs")
+    fiber: Label | None = Field(None, description="fibre type, e.g. OM4 MPO-12")
 
     @field_validator("lengths")
     @classmethod
@@ -27,22 +30,35 @@ class Medium(Strict):
 
 
 class Catalogue(Strict):
-    media: list[Medium] = Field(min_length=1, description="media, tried in order")
+    media: list[Medium] = Field(min_length=1, max_length=64, description="media, tried in order")
+
+
+def catalogue_path(model_path: Path, relative: str) -> Path:
+    """The catalogue a model names, only from under the model's directory or `topology/`."""
+    base = Path(os.path.abspath(model_path)).parent
+    path = Path(os.path.normpath(base / relative))  # lexical: `..` cannot climb out, links the user made may
+    roots = [base, Path(__file__).resolve().parents[2] / "topology"]
+    if not any(path == r or r in path.parents for r in roots):
+        raise ValueError(f"{relative[:80]!r} is outside the model's directory and topology/")
+    return path
 
 
 def load_catalogue(model_path: Path, relative: str) -> Catalogue:
-    """Load the catalogue named by a model (path relative to the model file)."""
-    import yaml
+    """Load the catalogue named by a model (path relative to the model file, under the model's
+    directory or `topology/`); errors name the field, never quote the file's content."""
     from pydantic import ValidationError
 
-    path = (Path(model_path).parent / relative).resolve()
+    from .reading import load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text())
+        path = catalogue_path(model_path, relative)
+    except ValueError as exc:
+        raise ModelError(str(model_path), [Problem("cabling.catalogue", f"the cable catalogue {exc}",
+                                                   "give a catalogue path under the model's directory, e.g. catalogue/nvidia-hdr.yaml")]) from None
+    data = load_yaml(path, "cable catalogue")  # a ModelError here names the catalogue, its line and the fix
+    try:
         return Catalogue.model_validate(data)
-    except OSError as exc:
-        raise ModelError(str(model_path), [Problem("cabling.catalogue", f"cannot read catalogue {path} ({exc.strerror})",
-                                                   "give a catalogue path relative to the model file")]) from None
-    except (yaml.YAMLError, ValidationError) as exc:
-        first = str(exc).splitlines()[0:3]
-        raise ModelError(str(path), [Problem("", f"not a valid cable catalogue: {' '.join(first)}",
+    except ValidationError as exc:
+        where = "; ".join(".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in exc.errors()[:3])
+        raise ModelError(str(path), [Problem("", f"not a valid cable catalogue: {where}",
                                              "see topology/catalogue/nvidia-hdr.yaml for the format")]) from None

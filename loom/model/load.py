@@ -1,6 +1,7 @@
 """Load a model file: YAML → plain data (with line numbers) → pydantic `Model` → whole-model rules.
 
-PyYAML's composer gives each YAML node its start mark; we walk the composed tree once to map
+The file is read and parsed within bounds (`loom.model.reading`: size, file type, UTF-8, depth,
+aliases, YAML 1.2 scalars).  PyYAML's composer gives each YAML node its start mark; we walk the composed tree once to map
 every YAML path ("zones[0].leaves") to its line, so pydantic's error locations and our own rules
 can point at the line the user must edit.  Duplicate keys, which YAML silently collapses, are
 refused here because the user almost always meant two different things.
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from .errors import ModelError, Problem
+from .reading import parse_yaml, read_text
 from .schema import BiGraph, FatTree2, FatTree3, Model
 
 
@@ -113,6 +115,12 @@ def _schema_at(loc: tuple) -> tuple[FieldInfo | None, type[BaseModel]]:
     return info, model
 
 
+def _short(value: object, limit: int = 60) -> str:
+    """A value quoted back to the user: repr (control characters escaped), at most `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _pydantic_problems(err: ValidationError, lines: LineMap) -> list[Problem]:
     problems = []
     for e in err.errors():
@@ -128,7 +136,7 @@ def _pydantic_problems(err: ValidationError, lines: LineMap) -> list[Problem]:
             message = f"unknown key `{loc[-1]}`"
             allowed = ", ".join(sorted(_schema_at(raw[:-1])[1].model_fields))
         elif "input" in e and not isinstance(e["input"], (dict, list)):
-            message = f"{e['msg']} (got {e['input']!r})"
+            message = f"{e['msg']} (got {_short(e['input'])})"
         fix = FIXES.get(e["type"], "check the value: {desc}").format(desc=desc, allowed=allowed)
         problems.append(Problem(path_str(loc), message, fix, lines.line(loc)))
     return problems
@@ -137,7 +145,10 @@ def _pydantic_problems(err: ValidationError, lines: LineMap) -> list[Problem]:
 def locate(path: str | Path, error: ModelError) -> ModelError:
     """Give problems raised after loading (they carry `loc`, no line) the file and line."""
     lines = LineMap()
-    node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    try:
+        node, _ = parse_yaml(str(path), read_text(path, "model file"))
+    except ModelError:
+        node = None  # the file changed since it was loaded: keep the problems, without lines
     if node is not None:
         lines.walk(node)
     return ModelError(str(path), [Problem(path_str(p.loc) or p.path, p.message, p.fix, p.line or lines.line(p.loc), p.loc)
@@ -146,23 +157,13 @@ def locate(path: str | Path, error: ModelError) -> ModelError:
 
 def load_model(path: str | Path) -> Model:
     """Read, parse and fully validate a model file; raise `ModelError` listing every problem."""
+    from .catalogue import catalogue_path
+    from .limits import check_limits
     from .rules import check_rules
 
-    path = Path(path)
     file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ModelError(file, [Problem("", f"cannot read the file ({exc.strerror})", "check the path")]) from None
+    node, data = parse_yaml(file, read_text(path, "model file"))
     lines = LineMap()
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        what = getattr(exc, "problem", None) or str(exc)
-        raise ModelError(file, [Problem("", f"not valid YAML: {what}", "fix the YAML syntax at this line (indentation, ':' after keys, quotes)", line)]) from None
     if node is not None:
         lines.walk(node)
     if lines.duplicates:
@@ -176,7 +177,14 @@ def load_model(path: str | Path) -> Model:
         model = Model.model_validate(data)
     except ValidationError as exc:
         raise ModelError(file, _pydantic_problems(exc, lines)) from None
-    problems = [Problem(path_str(f.loc), f.message, f.fix, lines.line(f.loc)) for f in check_rules(model)]
+    findings = check_limits(model) or check_rules(model)  # the rules are bounded only within the limits
+    problems = [Problem(path_str(f.loc), f.message, f.fix, lines.line(f.loc)) for f in findings]
+    if model.cabling is not None:
+        try:
+            catalogue_path(path, model.cabling.catalogue)
+        except ValueError as exc:
+            problems.append(Problem("cabling.catalogue", f"the cable catalogue {exc}",
+                                    "keep the catalogue beside the model, e.g. catalogue/nvidia-hdr.yaml", lines.line(("cabling", "catalogue"))))
     if problems:
         raise ModelError(file, problems)
     return model

@@ -14,8 +14,6 @@ from typing import Iterator
 
 from .schema import SPEEDS_GBPS, BiGraph, FatTree2, FatTree3, Model, NodeGroup
 
-MAX_UNICAST_LID = 0xBFFF
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -360,19 +358,6 @@ def zone_ports(model: Model) -> Iterator[Finding]:
             parts = " + ".join(f"{k} ({v})" for k, v in need.items())
             yield Finding(("zones", i), f"zone {z.name} needs {sum(need.values())} node-facing ports ({parts}) but has {have} ({z.edge_switches} edge switches × {z.edge_down})",
                           "add leaves, move nodes to another zone, or reduce the group counts")
-        if model.technology == "infiniband":
-            switches = _switch_count(z)
-            if sum(need.values()) + switches > MAX_UNICAST_LID:
-                yield Finding(("zones", i), f"zone {z.name} needs more than {MAX_UNICAST_LID} unicast LIDs",
-                              "split the fabric into subnets (planes) or zones")
-
-
-def _switch_count(z) -> int:
-    if isinstance(z, FatTree2):
-        return z.leaves + z.spines
-    if isinstance(z, FatTree3):
-        return z.pods * (z.leaves_per_pod + z.spines_per_pod) + z.cores
-    return z.switches
 
 
 def node_names(model: Model) -> Iterator[Finding]:

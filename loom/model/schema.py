@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
+
+from .names import EnvVar, Name
 
 #: Link speeds by name, in Gb/s for a 4x link (IB) or one port (Ethernet). Seed 004.
 SPEEDS_GBPS: dict[str, int] = {
@@ -19,61 +21,78 @@ SPEEDS_GBPS: dict[str, int] = {
 }
 Speed = Literal["EDR", "HDR", "NDR", "XDR", "100GbE", "200GbE", "400GbE", "800GbE"]
 Technology = Literal["infiniband", "ethernet"]
-Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=48)]
+
+
+def Count(upper: int, lower: int = 1, **kw):
+    """A whole number bounded on both sides: every count, width and index the expansion sizes
+    arrays or loops by has an upper bound here, so no field's value can cost more than the
+    fabric it describes (physical limits across fields are `loom.model.limits`)."""
+    return Field(ge=lower, le=upper, **kw)
+
+
+def Measure(upper: float, **kw):
+    """A finite length, share or ratio with an upper bound (inf and nan are refused by `Strict`)."""
+    return Field(le=upper, **kw)
+
+
+#: 32-bit ASNs: 0 and 4294967295 are reserved (RFC 7607, RFC 7300).
+ASN_MAX = 4_294_967_294
+Index = Annotated[int, Field(ge=0, le=65535)]
+BusId = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")]
 
 
 class Strict(BaseModel):
     """Base: unknown keys are refused (a misspelt key is a user error, not something to ignore)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # ---------------------------------------------------------------------------------- hardware
 
 
 class SwitchModel(Strict):
-    ports: PositiveInt = Field(description="number of external ports, e.g. 40 for a QM8700")
+    ports: int = Count(1024, description="number of external ports, e.g. 40 for a QM8700 (InfiniBand: at most 254)")
     speed: Speed = Field(description="port speed, one of " + ", ".join(SPEEDS_GBPS))
     technology: Technology = Field(description="infiniband or ethernet")
-    height_u: PositiveInt = Field(1, description="rack units the switch occupies")
+    height_u: int = Count(64, default=1, description="rack units the switch occupies")
 
 
 class RootComplex(Strict):
     name: Name = Field(description="root complex (PCIe host bridge) name, unique in the node type")
-    numa: int = Field(ge=0, description="NUMA node the root complex belongs to")
+    numa: int = Count(255, 0, description="NUMA node the root complex belongs to")
 
 
 class PcieSwitch(Strict):
     name: Name = Field(description="PCIe switch name, unique in the node type")
-    root_complex: str = Field(description="name of the root complex the switch hangs off")
+    root_complex: Name = Field(description="name of the root complex the switch hangs off")
 
 
 class Gpu(Strict):
     name: Name = Field(description="GPU name, unique in the node type, e.g. gpu0")
-    root_complex: str = Field(description="name of the root complex the GPU sits on")
-    pcie_switch: str | None = Field(None, description="PCIe switch between GPU and root complex, if any")
-    bus_id: str | None = Field(None, description="PCI address (0000:bb:dd.f), for the NCCL topology file; derived if absent")
+    root_complex: Name = Field(description="name of the root complex the GPU sits on")
+    pcie_switch: Name | None = Field(None, description="PCIe switch between GPU and root complex, if any")
+    bus_id: BusId | None = Field(None, description="PCI address (0000:bb:dd.f), for the NCCL topology file; derived if absent")
 
 
 class Nic(Strict):
     name: Name = Field(description="NIC (HCA) name, unique in the node type, e.g. hca0 or mlx5_0")
-    root_complex: str = Field(description="name of the root complex the NIC sits on")
-    pcie_switch: str | None = Field(None, description="PCIe switch between NIC and root complex, if any")
+    root_complex: Name = Field(description="name of the root complex the NIC sits on")
+    pcie_switch: Name | None = Field(None, description="PCIe switch between NIC and root complex, if any")
     ports: int = Field(1, ge=1, le=2, description="cabled ports on the NIC (1, or 2 for a dual-port NIC)")
     speed: Speed = Field(description="port speed; must equal the speed of the switch it is cabled to")
-    bus_id: str | None = Field(None, description="PCI address (0000:bb:dd.f); derived from the layout if absent")
+    bus_id: BusId | None = Field(None, description="PCI address (0000:bb:dd.f); derived from the layout if absent")
 
 
 class NodeType(Strict):
-    sockets: PositiveInt = Field(description="CPU sockets")
-    numa_per_socket: PositiveInt = Field(1, description="NUMA nodes per socket (NPS setting)")
-    cores_per_numa: PositiveInt = Field(description="CPU cores in each NUMA node")
-    root_complexes: list[RootComplex] = Field(min_length=1, description="PCIe root complexes")
-    pcie_switches: list[PcieSwitch] = Field(default_factory=list, description="PCIe switches, if any")
-    gpus: list[Gpu] = Field(default_factory=list, description="GPUs")
-    nics: list[Nic] = Field(min_length=1, description="NICs cabled to the fabric")
-    nvlink_pairs: list[tuple[str, str]] = Field(default_factory=list, description="GPU pairs joined by an NVLink bridge")
-    height_u: PositiveInt = Field(1, description="rack units the node occupies")
+    sockets: int = Count(16, description="CPU sockets")
+    numa_per_socket: int = Count(16, default=1, description="NUMA nodes per socket (NPS setting)")
+    cores_per_numa: int = Count(1024, description="CPU cores in each NUMA node")
+    root_complexes: list[RootComplex] = Field(min_length=1, max_length=64, description="PCIe root complexes")
+    pcie_switches: list[PcieSwitch] = Field(default_factory=list, max_length=64, description="PCIe switches, if any")
+    gpus: list[Gpu] = Field(default_factory=list, max_length=64, description="GPUs")
+    nics: list[Nic] = Field(min_length=1, max_length=64, description="NICs cabled to the fabric")
+    nvlink_pairs: list[tuple[Name, Name]] = Field(default_factory=list, max_length=1024, description="GPU pairs joined by an NVLink bridge")
+    height_u: int = Count(64, default=1, description="rack units the node occupies")
 
     @property
     def numa_nodes(self) -> int:
@@ -90,8 +109,8 @@ class NodeType(Strict):
 class MissingLink(Strict):
     """A leaf up-link of the design that is not cabled (failed, removed or not yet installed)."""
 
-    leaf: int = Field(ge=0, description="leaf index in the zone (0-based, pod-major for three layers)")
-    up_port: int = Field(ge=0, description="0-based up-link index u: leaf port leaf_down+1+u, to spine u mod spines")
+    leaf: int = Count(65535, 0, description="leaf index in the zone (0-based, pod-major for three layers)")
+    up_port: int = Count(1023, 0, description="0-based up-link index u: leaf port leaf_down+1+u, to spine u mod spines")
 
 
 class MissingSwitch(Strict):
@@ -99,9 +118,9 @@ class MissingSwitch(Strict):
     it has counts as missing, and anything cabled only to it is cut off."""
 
     role: Literal["leaf", "spine", "core"] = Field(description="layer of the switch")
-    index: int = Field(ge=0, description="index within its layer in the zone (0-based; leaves and spines "
+    index: int = Count(65535, 0, description="index within its layer in the zone (0-based; leaves and spines "
                        "pod-major for three layers)")
-    plane: int = Field(0, ge=0, description="plane of the switch (multi-plane fabrics)")
+    plane: int = Count(15, 0, default=0, description="plane of the switch (multi-plane fabrics)")
 
 
 class FatTree2(Strict):
@@ -109,18 +128,18 @@ class FatTree2(Strict):
 
     kind: Literal["fat-tree-2"]
     name: Name = Field(description="zone name, unique in the model, e.g. z0")
-    switch_model: str = Field(description="key of switch_models used for leaves and spines")
-    leaves: PositiveInt = Field(description="number of leaf switches")
-    spines: PositiveInt = Field(description="number of spine switches")
-    leaf_down: PositiveInt = Field(description="leaf ports facing nodes (ports 1..leaf_down)")
-    leaf_up: PositiveInt = Field(description="leaf ports facing spines; a multiple of spines")
-    spine_links: list[PositiveInt] | None = Field(
-        None, description="uneven cabling by design: links from every leaf to spine s (one entry per spine, each "
+    switch_model: Name = Field(description="key of switch_models used for leaves and spines")
+    leaves: int = Count(16384, description="number of leaf switches")
+    spines: int = Count(4096, description="number of spine switches")
+    leaf_down: int = Count(1024, description="leaf ports facing nodes (ports 1..leaf_down)")
+    leaf_up: int = Count(1024, description="leaf ports facing spines; a multiple of spines")
+    spine_links: list[Annotated[int, Field(ge=1, le=1024)]] | None = Field(
+        None, max_length=4096, description="uneven cabling by design: links from every leaf to spine s (one entry per spine, each "
         "at most leaf_up / spines); up-link u goes to spine u mod spines as its link u div spines, and the "
         "links past a spine's count are left out (default: leaf_up / spines to every spine)")
-    oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
-    missing_links: list[MissingLink] = Field(default_factory=list, description="leaf up-links not cabled")
-    missing_switches: list[MissingSwitch] = Field(default_factory=list, description="switches that are down")
+    oversubscription: float | None = Measure(1024, default=None, gt=0, description="optional assertion: leaf_down / leaf_up")
+    missing_links: list[MissingLink] = Field(default_factory=list, max_length=65536, description="leaf up-links not cabled")
+    missing_switches: list[MissingSwitch] = Field(default_factory=list, max_length=65536, description="switches that are down")
 
     @property
     def edge_switches(self) -> int:
@@ -137,17 +156,17 @@ class FatTree3(Strict):
 
     kind: Literal["fat-tree-3"]
     name: Name = Field(description="zone name, unique in the model")
-    switch_model: str = Field(description="key of switch_models used for all three layers")
-    pods: PositiveInt = Field(description="number of pods")
-    leaves_per_pod: PositiveInt = Field(description="leaf switches in each pod")
-    spines_per_pod: PositiveInt = Field(description="spine (aggregation) switches in each pod")
-    cores: PositiveInt = Field(description="core switches; a multiple of spines_per_pod")
-    leaf_down: PositiveInt = Field(description="leaf ports facing nodes")
-    leaf_up: PositiveInt = Field(description="leaf ports facing the pod's spines; a multiple of spines_per_pod")
-    spine_up: PositiveInt = Field(description="spine ports facing cores; a multiple of cores / spines_per_pod")
-    oversubscription: float | None = Field(None, gt=0, description="optional assertion: leaf_down / leaf_up")
-    missing_links: list[MissingLink] = Field(default_factory=list, description="leaf up-links not cabled")
-    missing_switches: list[MissingSwitch] = Field(default_factory=list, description="switches that are down")
+    switch_model: Name = Field(description="key of switch_models used for all three layers")
+    pods: int = Count(1024, description="number of pods")
+    leaves_per_pod: int = Count(4096, description="leaf switches in each pod")
+    spines_per_pod: int = Count(1024, description="spine (aggregation) switches in each pod")
+    cores: int = Count(16384, description="core switches; a multiple of spines_per_pod")
+    leaf_down: int = Count(1024, description="leaf ports facing nodes")
+    leaf_up: int = Count(1024, description="leaf ports facing the pod's spines; a multiple of spines_per_pod")
+    spine_up: int = Count(1024, description="spine ports facing cores; a multiple of cores / spines_per_pod")
+    oversubscription: float | None = Measure(1024, default=None, gt=0, description="optional assertion: leaf_down / leaf_up")
+    missing_links: list[MissingLink] = Field(default_factory=list, max_length=65536, description="leaf up-links not cabled")
+    missing_switches: list[MissingSwitch] = Field(default_factory=list, max_length=65536, description="switches that are down")
 
     @property
     def edge_switches(self) -> int:
@@ -163,9 +182,9 @@ class BiGraph(Strict):
 
     kind: Literal["bigraph"]
     name: Name = Field(description="zone name, unique in the model")
-    switch_model: str = Field(description="key of switch_models")
-    switches: PositiveInt = Field(description="N, the total switch count (even); N/2 in each part")
-    hosts_per_switch: PositiveInt = Field(description="M, node ports per switch; M <= N/2")
+    switch_model: Name = Field(description="key of switch_models")
+    switches: int = Count(1024, description="N, the total switch count (even); N/2 in each part")
+    hosts_per_switch: int = Count(1024, description="M, node ports per switch; M <= N/2")
 
     @property
     def edge_switches(self) -> int:
@@ -193,10 +212,10 @@ class Planes(Strict):
 
 class NodeGroup(Strict):
     name: Name = Field(description="group name, unique in the model")
-    node_type: str = Field(description="key of node_types")
+    node_type: Name = Field(description="key of node_types")
     role: Literal["compute", "storage", "management", "other"] = Field(description="what the nodes do")
-    count: PositiveInt = Field(description="number of nodes")
-    zones: list[str] = Field(min_length=1, description="zone(s) the nodes attach to; two for dual-homed, k for multi")
+    count: int = Count(1_000_000, description="number of nodes")
+    zones: list[Name] = Field(min_length=1, max_length=16, description="zone(s) the nodes attach to; two for dual-homed, k for multi")
     homing: Literal["single", "dual", "multi"] = Field(
         "single", description="dual: NIC port i goes to zones[i mod 2] (one HCA in each zone); multi: k zones, "
         "NIC port i to zones[i mod k] (k ports in k zones)"
@@ -204,12 +223,12 @@ class NodeGroup(Strict):
     placement: Literal["spread", "contiguous"] = Field(
         "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next"
     )
-    name_pattern: str = Field("{group}{index:04d}", description="node name; fields {group} {index} {zone}")
-    leaf_counts: dict[int, int] | None = Field(
-        None, description="leaf index → nodes on that leaf, in place of the placement policy (a partly "
+    name_pattern: str = Field("{group}{index:04d}", max_length=64, description="node name; fields {group} {index} {zone}")
+    leaf_counts: dict[Index, Annotated[int, Field(ge=0, le=1024)]] | None = Field(
+        None, max_length=65536, description="leaf index → nodes on that leaf, in place of the placement policy (a partly "
         "populated zone): nodes fill the listed leaves in leaf order; the counts add up to `count`; "
         "one NIC port per node in each of its zones")
-    pinned: dict[str, list[int]] = Field(
+    pinned: dict[Name, list[Index]] = Field(
         default_factory=dict,
         description="node name → leaf index for each of its NIC ports, overriding the placement; the "
         "node's policy ports stay free so no other node moves",
@@ -217,62 +236,62 @@ class NodeGroup(Strict):
 
 
 class InterZoneEnd(Strict):
-    zone: str = Field(description="zone name")
-    leaves: list[int] | None = Field(None, description="leaf indices (0-based) taking the links; default: the last leaves")
+    zone: Name = Field(description="zone name")
+    leaves: list[Index] | None = Field(None, max_length=1024, description="leaf indices (0-based) taking the links; default: the last leaves")
 
 
 class InterZoneLinks(Strict):
-    count: PositiveInt = Field(description="number of links between the two zones")
+    count: int = Count(1024, description="number of links between the two zones")
     a: InterZoneEnd
     b: InterZoneEnd
 
 
 class Addressing(Strict):
-    p2p_pool: str = Field("10.0.0.0/8", description="pool the /31 point-to-point links are cut from")
-    loopback_pool: str = Field("172.16.0.0/12", description="pool the /32 switch loopbacks are cut from")
-    spine_asn: PositiveInt = Field(65000, description="ASN shared by a plane's spines (per pod for 3 layers)")
-    core_asn: PositiveInt = Field(64900, description="ASN shared by the cores of a plane")
-    leaf_asn_base: PositiveInt = Field(4200000000, description="first leaf ASN; leaf k gets base + k")
+    p2p_pool: str = Field("10.0.0.0/8", max_length=18, description="pool the /31 point-to-point links are cut from")
+    loopback_pool: str = Field("172.16.0.0/12", max_length=18, description="pool the /32 switch loopbacks are cut from")
+    spine_asn: int = Count(ASN_MAX, default=65000, description="ASN shared by a plane's spines (per pod for 3 layers)")
+    core_asn: int = Count(ASN_MAX, default=64900, description="ASN shared by the cores of a plane")
+    leaf_asn_base: int = Count(ASN_MAX, default=4200000000, description="first leaf ASN; leaf k gets base + k")
     routing: Literal["static", "bgp"] = Field(
         "bgp", description="static: pinned per-destination routes (FRR staticd) + ECMP fallback; bgp: eBGP multipath")
 
 
 class Layout(Strict):
-    rack_units: PositiveInt = Field(42, description="usable rack units per rack")
-    racks_per_row: PositiveInt = Field(16, description="racks in a row; rows are named A, B, ...")
-    switches_per_network_rack: PositiveInt = Field(16, description="spine/core switches per network rack")
-    leaf_units_per_node_rack: int = Field(2, ge=0, description="units at the top of a node rack kept for its leaves")
-    rack_name: str = Field("{row}{rack:02d}", description="rack name; fields {row} (letter) {rack} (number in row)")
-    rack_width_m: float = Field(0.6, gt=0, description="rack width: distance between neighbouring racks of a row")
-    row_pitch_m: float = Field(3.0, gt=0, description="distance between two rows (rack depth + aisle)")
-    ru_height_m: float = Field(0.04445, gt=0, description="height of one rack unit")
-    tray_rise_m: float = Field(0.5, ge=0, description="from the top of a rack up to the overhead cable tray")
+    rack_units: int = Count(64, default=42, description="usable rack units per rack")
+    racks_per_row: int = Count(1024, default=16, description="racks in a row; rows are named A, B, ...")
+    switches_per_network_rack: int = Count(64, default=16, description="spine/core switches per network rack")
+    leaf_units_per_node_rack: int = Count(64, 0, default=2, description="units at the top of a node rack kept for its leaves")
+    rack_name: str = Field("{row}{rack:02d}", max_length=64, description="rack name; fields {row} (letter) {rack} (number in row)")
+    rack_width_m: float = Measure(100, default=0.6, gt=0, description="rack width: distance between neighbouring racks of a row")
+    row_pitch_m: float = Measure(100, default=3.0, gt=0, description="distance between two rows (rack depth + aisle)")
+    ru_height_m: float = Measure(100, default=0.04445, gt=0, description="height of one rack unit")
+    tray_rise_m: float = Measure(100, default=0.5, ge=0, description="from the top of a rack up to the overhead cable tray")
 
 
 class Cabling(Strict):
-    site: str = Field(description="site name printed on every cable end")
-    catalogue: str = Field(description="cable catalogue file (YAML), relative to the model file")
-    slack_m: float = Field(1.0, ge=0, description="slack added to every measured cable run")
+    site: Name = Field(description="site name printed on every cable end")
+    catalogue: str = Field(max_length=255, pattern=r"^[^\x00-\x1f\x7f]+$", description="cable catalogue file (YAML), relative to the model file")
+    slack_m: float = Measure(100, default=1.0, ge=0, description="slack added to every measured cable run")
 
 
 class SwitchNaming(Strict):
-    leaf: str = Field("{zone}-leaf{index}", description="leaf name; fields {zone} {plane} {pod} {index}")
-    spine: str = Field("{zone}-spine{index}", description="spine name")
-    core: str = Field("{zone}-core{index}", description="core name")
-    bigraph: str = Field("{zone}-{part}{index}", description="BiGraph switch name; {part} is upper/lower")
+    leaf: str = Field("{zone}-leaf{index}", max_length=64, description="leaf name; fields {zone} {plane} {pod} {index}")
+    spine: str = Field("{zone}-spine{index}", max_length=64, description="spine name")
+    core: str = Field("{zone}-core{index}", max_length=64, description="core name")
+    bigraph: str = Field("{zone}-{part}{index}", max_length=64, description="BiGraph switch name; {part} is upper/lower")
 
 
 class TrafficClass(Strict):
     name: Name = Field(description="class name, e.g. nccl, storage")
-    share: float = Field(gt=0, description="share of link bandwidth (any unit: shares are normalised)")
+    share: float = Measure(1e6, gt=0, description="share of link bandwidth (any unit: shares are normalised)")
     lossless: bool = Field(False, description="RoCE: PFC-protected priority (InfiniBand is always lossless)")
     isolated: bool = Field(True, description="must never share a VL (InfiniBand) or queue (RoCE) with another class")
     default: bool = Field(False, description="the class of unmarked traffic: gets SL 0 / DSCP 0")
     destinations: list[Literal["compute", "storage", "management", "other", "switch"]] | None = Field(
         None, description="roles of the nodes this class's traffic goes to (default: all); the per-VL deadlock "
         "check follows only these destinations")
-    env_sl: list[str] = Field(default_factory=list, description="environment variables that carry the SL, e.g. NCCL_IB_SL")
-    env_tc: list[str] = Field(default_factory=list, description="environment variables that carry the traffic class, e.g. NCCL_IB_TC")
+    env_sl: list[EnvVar] = Field(default_factory=list, max_length=16, description="environment variables that carry the SL, e.g. NCCL_IB_SL")
+    env_tc: list[EnvVar] = Field(default_factory=list, max_length=16, description="environment variables that carry the traffic class, e.g. NCCL_IB_TC")
 
 
 class QosLimits(Strict):
@@ -282,21 +301,21 @@ class QosLimits(Strict):
 
 
 class Qos(Strict):
-    classes: list[TrafficClass] = Field(min_length=1, description="traffic classes")
+    classes: list[TrafficClass] = Field(min_length=1, max_length=16, description="traffic classes")
     limits: QosLimits = Field(default_factory=QosLimits, description="hardware limits of the fabric's ports")
 
 
 class Model(Strict):
     name: Name = Field(description="fabric name")
     technology: Technology = Field(description="infiniband or ethernet, for every switch and NIC")
-    description: str = Field("", description="free text")
-    switch_models: dict[str, SwitchModel] = Field(min_length=1, description="switch hardware by name")
-    node_types: dict[str, NodeType] = Field(min_length=1, description="node hardware by name")
-    zones: list[Zone] = Field(min_length=1, description="the fabric's zones (fat trees or BiGraphs)")
+    description: str = Field("", max_length=10_000, description="free text")
+    switch_models: dict[Name, SwitchModel] = Field(min_length=1, description="switch hardware by name")
+    node_types: dict[Name, NodeType] = Field(min_length=1, description="node hardware by name")
+    zones: list[Zone] = Field(min_length=1, max_length=256, description="the fabric's zones (fat trees or BiGraphs)")
     planes: Planes | None = Field(None, description="replicate every zone N times as parallel planes")
-    node_groups: list[NodeGroup] = Field(min_length=1, description="nodes and where they attach")
-    inter_zone_links: list[InterZoneLinks] = Field(default_factory=list, description="links joining zones")
-    subnet_manager: str | None = Field(None, description="name of the node running the subnet manager")
+    node_groups: list[NodeGroup] = Field(min_length=1, max_length=4096, description="nodes and where they attach")
+    inter_zone_links: list[InterZoneLinks] = Field(default_factory=list, max_length=1024, description="links joining zones")
+    subnet_manager: Name | None = Field(None, description="name of the node running the subnet manager")
     addressing: Addressing = Field(default_factory=Addressing, description="Ethernet addressing pools and ASNs")
     layout: Layout = Field(default_factory=Layout, description="physical placement rules")
     naming: SwitchNaming = Field(default_factory=SwitchNaming, description="switch naming patterns")

@@ -155,10 +155,17 @@ def has_changes(plan: dict) -> bool:
 
 
 def read_plan(path: Path) -> dict:
+    """A plan file, read bounded (regular file, size cap, UTF-8: `loom.model.reading`) and parsed."""
+    from loom.model import ModelError
+    from loom.model.reading import read_text
+
     try:
-        plan = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PlanError(f"cannot read plan {path}: {exc}; run `loom plan MODEL --out {path}`") from None
+        plan = json.loads(read_text(path, "plan", tables=True))
+    except ModelError as exc:
+        raise PlanError(f"{exc}; run `loom plan MODEL --out {path}`") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise PlanError(f"cannot read plan {path}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')}); "
+                        f"run `loom plan MODEL --out {path}`") from None
     if not isinstance(plan, dict) or plan.get("version") != PLAN_VERSION:
         raise PlanError(f"{path} is not a loom plan of version {PLAN_VERSION}; make a new one with `loom plan`")
     return plan

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
-from typing import get_args
+import types
+from typing import Annotated, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -38,9 +38,44 @@ SECTIONS = [
 
 
 def _type(annotation) -> str:
-    text = str(annotation) if get_args(annotation) else getattr(annotation, "__name__", str(annotation))
-    text = re.sub(r"Annotated\[(.*?), FieldInfo\(.*?\)\]", r"\1", text)
-    return text.replace("typing.", "").replace("loom.model.schema.", "").replace("|", "or")
+    """A field's type as a reader writes it: constraints dropped, `X or None` for optionals."""
+    from loom.model import names
+
+    for alias in ("Name", "EnvVar", "Label"):
+        if annotation is getattr(names, alias):
+            return alias
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _type(args[0])
+    if origin is Literal:
+        return f"Literal[{', '.join(repr(a) for a in args)}]"
+    if origin in (Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        return f"{_type(rest[0])} or None" if len(rest) == 1 else f"Union[{', '.join(map(_type, rest))}]"
+    if args:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(map(_type, args))}]"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _field_type(f) -> str:
+    """pydantic moves a field's `Annotated` constraints into `f.metadata`; a safe-name pattern
+    there means the field is a `Name` (or `EnvVar`)."""
+    from loom.model import names
+
+    patterns = {getattr(m, "pattern", None) for m in f.metadata}
+    for alias, pattern in (("Name", names.NAME_RE), ("EnvVar", names.ENV_VAR_RE), ("Label", names.LABEL_RE)):
+        if pattern in patterns:
+            return alias
+    return _type(f.annotation)
+
+
+def _range(f) -> str:
+    """` (1..1024)` for a bounded number, from the field's constraints."""
+    lo = next((getattr(m, a) for m in f.metadata for a in ("ge", "gt") if getattr(m, a, None) is not None), None)
+    hi = next((getattr(m, a) for m in f.metadata for a in ("le", "lt") if getattr(m, a, None) is not None), None)
+    if lo is None and hi is None:
+        return ""
+    return f" ({'' if lo is None else f'{lo:g}'}..{'' if hi is None else f'{hi:g}'})"
 
 
 def model_reference() -> str:
@@ -60,6 +95,31 @@ def model_reference() -> str:
                 default = "(see below)" if isinstance(d, BaseModel) else f"`{d!r}`"
             else:
                 default = f"`{f.default!r}`" if f.default is not PydanticUndefined else ""
-            out.append(f"| `{name}` | `{_type(f.annotation)}` | {default} | {f.description or ''} |")
+            out.append(f"| `{name}` | `{_field_type(f)}`{_range(f)} | {default} | {f.description or ''} |")
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out + _limits())
+
+
+def _limits() -> list[str]:
+    """The limits a model is checked against before anything is built (`loom/model/limits.py`,
+    `loom/model/names.py`, `loom/model/reading.py`)."""
+    from loom.model import limits, names, reading
+
+    return [
+        "## Limits", "",
+        "Checked before any other rule and before the expansion allocates anything:", "",
+        f"- the file: a regular file of at most {reading.DEFAULT_MAX_BYTES} bytes (`{reading.MAX_BYTES_ENV}` overrides), UTF-8, "
+        f"YAML nested at most {reading.LIMITS.depth} levels, at most {reading.LIMITS.nodes} values once aliases and merge keys "
+        f"are expanded, {reading.LIMITS.aliases} aliases, numbers of at most {reading.LIMITS.digits} characters; "
+        "scalars follow YAML 1.2 (`011` is eleven, `yes` is text);",
+        f"- an InfiniBand switch has at most {limits.MAX_IB_PORTS} ports; a subnet (plane) at most {limits.MAX_UNICAST_LID} "
+        "unicast LIDs (switches + CA ports);",
+        f"- the fabric: at most {limits.MAX_SWITCHES} switches, {limits.MAX_NODES} nodes, {limits.MAX_HOST_PORTS} NIC ports, "
+        f"{limits.MAX_CABLES} cables, {limits.MAX_LFT_CELLS} forwarding-table entries per subnet;",
+        "- ASNs within 1..4294967294 after adding the leaf or pod index; the loopback pool holds one address per switch;",
+        "- nodes and switches fit their racks (`layout`).", "",
+        f"Names (every `Name` above, and every name a pattern makes: switches, nodes, NICs, racks): letters, digits, `-`, "
+        f"`_`, `.`, starting with a letter or digit, no `..`, at most {names.MAX_NAME} characters; nodes, NICs and switches "
+        "never share a name.  Name patterns use only their listed fields, with an optional width of at most "
+        f"{names.MAX_WIDTH} (`{{index:04d}}`); no attribute access, indexing or conversions.  Environment variable names "
+        f"(`env_sl`, `env_tc`) match `{names.ENV_VAR_RE}`.", ""]

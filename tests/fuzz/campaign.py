@@ -1,0 +1,162 @@
+"""A fuzz campaign: cases run in-process in one worker with a per-case time and memory cap.
+
+The worker (a forked process, so a blow-up cannot take the caller down) limits its own address
+space to what it had at start plus `memory_mb`, arms a timer of `seconds` per case, and runs
+each case's model through `pipeline.run_pipeline`.  The parent waits `seconds` + a margin for
+each answer; a worker that does not answer (stuck in C code) or dies is replaced and the case
+counted as a hang or a crash.  Every failing case is written to `out_dir` as a reproducer: the
+model (`case-<seed>-<index>.yaml`, runnable with `loom validate` / `loom check`) and what happened
+(`.txt`: base model, mutations, stage, traceback).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import resource
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .mutate import TOPOLOGY, make_case
+from .pipeline import REFUSALS, run_pipeline
+
+FAILURES = ("traceback", "hang", "memory", "crash")
+
+
+class CaseTimeout(BaseException):
+    """Raised in the worker by the per-case timer (a BaseException: `except Exception` in the
+    code under test must not swallow it)."""
+
+
+@dataclass
+class Report:
+    cases: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    failures: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    slowest: tuple[float, int] = (0.0, -1)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.outcomes[k] for k in FAILURES)
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{k} {self.outcomes[k]}" for k in ("ok", "refused", *FAILURES))
+        return (f"{self.cases} cases in {self.seconds:.0f}s: {parts}; slowest case {self.slowest[1]} "
+                f"({self.slowest[0]:.1f}s)")
+
+
+def _on_alarm(signum, frame):
+    raise CaseTimeout()
+
+
+def _run_one(workdir: Path, seed: int, index: int, seconds: float) -> dict:
+    case = make_case(seed, index)
+    path = workdir / f"case-{seed}-{index}.yaml"
+    path.write_text(case.text, encoding="utf-8")
+    t0 = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        outcome, detail = run_pipeline(path), ""
+    except REFUSALS as exc:
+        outcome, detail = "refused", str(exc)[:300]
+    except CaseTimeout:
+        outcome, detail = "hang", traceback.format_exc()
+    except MemoryError:
+        outcome, detail = "memory", traceback.format_exc()
+    except Exception:  # noqa: BLE001 - any other exception is exactly what the fuzzer looks for
+        outcome, detail = "traceback", traceback.format_exc()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        path.unlink(missing_ok=True)
+    return {"index": index, "outcome": outcome, "detail": detail, "seconds": time.perf_counter() - t0}
+
+
+def _worker(conn, seed: int, seconds: float, memory_mb: int) -> None:
+    import loom.checks  # noqa: F401 - import before the cap: imports are not the case's memory
+    import loom.expand  # noqa: F401
+    import loom.render.cabling  # noqa: F401
+    import loom.render.inventory  # noqa: F401
+    import loom.render.roce  # noqa: F401
+    import loom.routing  # noqa: F401
+
+    with open("/proc/self/statm") as fh:
+        vm = int(fh.read().split()[0]) * resource.getpagesize()
+    cap = vm + memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    signal.signal(signal.SIGALRM, _on_alarm)
+    with tempfile.TemporaryDirectory(prefix="loom-fuzz-") as tmp:
+        workdir = Path(tmp)
+        (workdir / "catalogue").symlink_to(TOPOLOGY / "catalogue")
+        while True:
+            index = conn.recv()
+            if index is None:
+                return
+            conn.send(_run_one(workdir, seed, index, seconds))
+
+
+def _write_reproducer(out_dir: Path, seed: int, result: dict) -> Path:
+    case = make_case(seed, result["index"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if not (out_dir / "catalogue").exists():
+        shutil.copytree(TOPOLOGY / "catalogue", out_dir / "catalogue")
+    model = out_dir / f"case-{seed}-{result['index']}.yaml"
+    model.write_text(case.text, encoding="utf-8")
+    model.with_suffix(".txt").write_text(
+        f"outcome: {result['outcome']} after {result['seconds']:.1f}s\nbase: topology/{case.base}.yaml\n"
+        f"mutations: {case.mutations}\nre-run: python -m tests.fuzz --seed {seed} --only {result['index']}\n\n{result['detail']}\n",
+        encoding="utf-8")
+    return model
+
+
+def run_campaign(n: int, seed: int = 1, start: int = 0, seconds: float = 60.0, memory_mb: int = 1536,
+                 out_dir: Path = Path("fuzz-out"), progress=None, only: list[int] | None = None) -> Report:
+    """Run cases `start .. start+n-1` (or `only`) of `seed`; reproducers of failures go to `out_dir`."""
+    ctx = mp.get_context("fork")
+    report = Report()
+    t_start = time.perf_counter()
+    worker = conn = None
+    indices = only if only is not None else range(start, start + n)
+    try:
+        for k, index in enumerate(indices):
+            if worker is None:
+                conn, child = ctx.Pipe()
+                worker = ctx.Process(target=_worker, args=(child, seed, seconds, memory_mb), daemon=True)
+                worker.start()
+            conn.send(index)
+            if conn.poll(seconds + 30):
+                try:
+                    result = conn.recv()
+                except EOFError:
+                    result = {"index": index, "outcome": "crash", "detail": f"worker died (exit {worker.exitcode})", "seconds": 0.0}
+            else:
+                result = {"index": index, "outcome": "hang", "detail": f"no answer in {seconds + 30:.0f}s", "seconds": seconds + 30}
+            if result["outcome"] in ("hang", "crash", "memory"):  # a fresh worker for the next case
+                worker.kill()
+                worker.join()
+                worker = None
+            report.cases += 1
+            report.outcomes[result["outcome"]] += 1
+            report.slowest = max(report.slowest, (result["seconds"], index))
+            if result["outcome"] in FAILURES:
+                result["reproducer"] = str(_write_reproducer(out_dir, seed, result))
+                report.failures.append(result)
+            if progress and (k + 1) % 100 == 0:
+                progress(report, time.perf_counter() - t_start)
+    finally:
+        if worker is not None:
+            try:
+                conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            worker.join(5)
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+    report.seconds = time.perf_counter() - t_start
+    return report

@@ -1,0 +1,86 @@
+"""What one fuzz case runs: a model file through every stage a user's command would take it.
+
+load (validate) → expand → route → check → render (OpenSM files, summary, canonical JSON,
+inventory, QoS, RoCE switch and host configs of a few devices, cabling sheet).  A case ends in
+one of three ways: `ok` (every stage ran), `refused` (a clean `ModelError` / `RoutingError`, what
+the CLI prints as an error with exit 1), or an exception of any other kind, which is a bug.
+Every rendered file name is checked to stay under an output directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loom.model import ModelError
+from loom.model.names import inside
+from loom.routing import RoutingError
+
+REFUSALS = (ModelError, RoutingError)
+OUT = Path("/nonexistent-loom-fuzz-out")  # never written: `inside` only resolves paths
+#: The inventory is a YAML file per host (PyYAML's pure-Python emitter: ~7-50 ms each); fabrics up to
+#: this size get one, larger ones would spend the case's time budget dumping YAML.
+INVENTORY_NODES = 24
+#: Fabrics with more NIC ports are validated, expanded and summarised only (routing the 32,768-GPU
+#: fabric takes half a minute: a few such cases would take the whole budget of a campaign).
+ROUTE_PORTS = 5000
+
+
+def _under(rel: str) -> None:
+    inside(OUT, rel)  # raises PathEscape (a bug: names are checked at load) if rel climbs out
+
+
+def run_pipeline(path: Path) -> str:
+    """Run one model file through the pipeline; return the last stage reached ("ok" when all)."""
+    from loom.checks import check_tables
+    from loom.expand import load_fabric
+    from loom.qos import plan_qos
+    from loom.render.fabric_json import fabric_json
+    from loom.render.inventory import inventory
+    from loom.render.opensm import guid2lid, lfts_dump
+    from loom.render.summary import summarize
+    from loom.routing import route
+
+    fabric = load_fabric(path)
+    summarize(fabric)
+    fabric_json(fabric)
+    if len(fabric.nodes) <= INVENTORY_NODES:
+        for rel in inventory(fabric):
+            _under(rel)
+    if len(fabric.ports) > ROUTE_PORTS:
+        return "ok"
+    if any(z.kind == "bigraph" for z in fabric.model.zones):
+        return "ok"  # no routing engine for BiGraphs yet (what `loom check` says too)
+    tables = route(fabric)
+    qos = plan_qos(fabric.model)
+    for t in tables:
+        check_tables(t, ebb_samples=2, qos=qos)
+        if fabric.technology == "infiniband":
+            lfts_dump(t)
+            guid2lid(t)
+    if qos is not None:
+        from loom.qos.render import opensm_qos_conf
+
+        opensm_qos_conf(fabric.name, qos)
+    if fabric.technology == "ethernet":
+        _render_roce(fabric, tables)
+    if fabric.model.cabling is not None:
+        from loom.model.catalogue import load_catalogue
+        from loom.render.cabling import cable_plan, to_csv
+
+        to_csv(cable_plan(fabric, load_catalogue(path, fabric.model.cabling.catalogue)))
+    return "ok"
+
+
+def _render_roce(fabric, tables) -> None:
+    """Switch configs of the first and last switch of each plane, host configs of two nodes."""
+    from loom.render.roce import all_switch_links, destinations, host_config, switch_config
+
+    links_of = all_switch_links(fabric)
+    for t in tables:
+        prefixes = destinations(t)
+        for row in {0, t.subnet.n - 1}:
+            for fname in switch_config(t, row, prefixes, links_of):
+                _under(f"switches/{t.subnet.name(row)}/{fname}")
+    for node in {fabric.nodes[0], fabric.nodes[-1]}:
+        for fname in host_config(fabric, node.index):
+            _under(f"hosts/{node.name}/{fname}")

@@ -1,0 +1,122 @@
+"""Files and values given on the command line: read strictly, refused with a clear message,
+never echoed, never a traceback (plans, --lfts, facts, catalogues, git revisions, options)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loom.cli import app
+
+TOPOLOGY = Path(__file__).parent.parent / "topology"
+TINY = TOPOLOGY / "tiny.yaml"
+SECRET = "hunter2-do-not-print"
+runner = CliRunner()
+
+
+def run(*args: str, code: int = 1) -> str:
+    r = runner.invoke(app, [str(a) for a in args])
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert "Traceback" not in r.output
+    assert r.exit_code == code, r.output
+    return " ".join(r.output.split())
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("route")
+    run("route", TINY, "--out", out, code=0)
+    return (out / "lfts.dump").read_text()
+
+
+def test_lfts_dump_of_loom_is_read(tmp_path, dump):
+    (tmp_path / "d").write_text(dump)
+    run("check", TINY, "--lfts", tmp_path / "d", "--ebb-samples", "5", code=0)
+
+
+@pytest.mark.parametrize("mangle,expect", [
+    (lambda d: SECRET + "\n" + d, ":1: not an LFT dump line"),
+    (lambda d: d[: len(d) // 2] + "\x07garbage " + SECRET, "not an LFT dump line"),
+    (lambda d: d.split("\n", 1)[1], "an entry before the first"),
+    (lambda d: d.replace(" 001 #", " 250 #", 1), "port 250 on switch"),
+    (lambda d: d.replace("0x0001 ", "0xc001 ", 1), "is not a unicast LID"),
+    (lambda d: d.replace("guid 0x0002c9", "guid 0x0012c9"), "is not a switch of this model"),
+    (lambda d: "", "holds no forwarding tables"),
+])
+def test_bad_lfts_dump(tmp_path, dump, mangle, expect):
+    (tmp_path / "d").write_text(mangle(dump))
+    out = run("check", TINY, "--lfts", tmp_path / "d")
+    assert expect in out and SECRET not in out
+
+
+def test_binary_lfts_dump(tmp_path):
+    (tmp_path / "d").write_bytes(bytes(range(256)))
+    assert "not UTF-8" in run("check", TINY, "--lfts", tmp_path / "d")
+
+
+def test_ebb_samples_bounded():
+    for bad in ("-5", "10000000"):
+        assert "--ebb-samples" in run("check", TINY, "--ebb-samples", bad, code=2)
+
+
+def test_garbage_facts(tmp_path):
+    good = Path(__file__).parent / "facts" / "ff2-a100"
+    for name in ("nvidia-smi-topo.txt", "lspci-vvv.txt", "numactl-H.txt"):
+        shutil.copy(good / name, tmp_path / name)
+    (tmp_path / "nvidia-smi-topo.txt").write_text(SECRET + "\n")
+    out = run("host", "check", TOPOLOGY / "fire-flyer-2.yaml", "--host", "z0-c000", "--facts", tmp_path, code=2)
+    assert "not the output of nvidia-smi topo -m" in out and SECRET not in out
+    (tmp_path / "lspci-vvv.txt").write_bytes(b"\xff\xfe" + "x".encode("utf-16-le"))
+    assert "not UTF-8" in run("host", "check", TOPOLOGY / "fire-flyer-2.yaml", "--host", "z0-c000", "--facts", tmp_path, code=2)
+
+
+@pytest.mark.parametrize("content,expect", [
+    ('{"version": 1, "fab', "not valid JSON"),
+    ("[" * 100_000, "not valid JSON"),
+    ("[]", "is not a loom plan"),
+    (b"\xff\xfe" + "{}".encode("utf-16-le"), "not UTF-8"),
+])
+def test_bad_plan(tmp_path, content, expect):
+    """Plans are read bounded and parsed strictly; what apply checks in a plan is loom.push.checked's."""
+    path = tmp_path / "p.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert expect in run("apply", path)
+
+
+def test_diff_revision_cannot_be_an_option(tmp_path):
+    target = tmp_path / "written-by-git"
+    for rev in (f"--output={target}", "-p", "HEAD:../../etc/passwd", "a b", "[/x]"):
+        out = run("diff", TINY, f"--base={rev}", code=2)
+        assert "is not a git revision" in out
+    assert not target.exists()
+
+
+def test_diff_missing_model(tmp_path):
+    run("diff", tmp_path / "nowhere" / "m.yaml", "--base", "HEAD", code=2)
+
+
+def _model_with_catalogue(tmp_path: Path, catalogue: bytes) -> Path:
+    model = tmp_path / "m.yaml"
+    model.write_text(TINY.read_text())
+    (tmp_path / "catalogue").mkdir()
+    (tmp_path / "catalogue" / "nvidia-hdr.yaml").write_bytes(catalogue)
+    return model
+
+
+@pytest.mark.parametrize("catalogue,expect", [
+    (f"password: {SECRET}\n".encode(), "not a valid cable catalogue"),
+    (f"media: [{{kind: DAC, speeds: [HDR], max_m: 3, lengths: {{1: {SECRET}}}, x: [[[{SECRET}]]]}}]\n".encode(), "not a valid cable catalogue"),
+    (b"\x00\x01\x02" * 100, "binary data"),
+    (b"media: " + b"[" * 1000 + b"]" * 1000, "nested deeper than"),
+])
+def test_bad_catalogue_not_echoed(tmp_path, catalogue, expect):
+    out = run("cabling", _model_with_catalogue(tmp_path, catalogue), "--format", "csv")
+    assert expect in out and SECRET not in out
+
+
+def test_xlsx_write_error(tmp_path):
+    (tmp_path / "dir.xlsx").mkdir()
+    assert "cannot write" in run("cabling", TINY, "--format", "xlsx", "--out", tmp_path / "dir.xlsx")

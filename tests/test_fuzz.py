@@ -1,0 +1,57 @@
+"""The fuzzer in the test suite: a few hundred cases by default, ~2,000 in the slow run (CI),
+`make fuzz N=10000` for the full campaign.  Any traceback, hang or memory blow-up fails, and the
+failing case is written out as a reproducer (see tests/fuzz/campaign.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fuzz.campaign import run_campaign
+from tests.fuzz.mutate import make_case
+
+
+def _campaign(tmp_path, n: int, seed: int, start: int = 0) -> None:
+    report = run_campaign(n, seed=seed, start=start, seconds=60, memory_mb=1536, out_dir=tmp_path / "reproducers")
+    assert report.cases == n
+    assert report.failed == 0, report.summary() + "".join(
+        f"\n  case {f['index']}: {f['outcome']} -> {f['reproducer']}\n{f['detail'][-1500:]}" for f in report.failures)
+    assert report.outcomes["ok"] > 0 and report.outcomes["refused"] > 0  # both kinds of case were reached
+
+
+def test_cases_are_reproducible():
+    assert make_case(5, 17).text == make_case(5, 17).text
+    assert make_case(5, 17).text != make_case(5, 18).text
+
+
+def test_fuzz_default_share(tmp_path):
+    _campaign(tmp_path, 200, seed=11)
+
+
+@pytest.mark.slow
+def test_fuzz_ci_share(tmp_path):
+    _campaign(tmp_path, 2000, seed=12, start=200)
+
+
+def test_a_failure_is_caught_and_written_out(tmp_path, monkeypatch):
+    """The fuzzer's own check: a planted crash, hang and memory blow-up in the pipeline are each
+    reported as such, with a reproducer that holds the model and the traceback."""
+    import tests.fuzz.campaign as campaign
+
+    def planted(path):
+        text = path.read_text()
+        kind = ("crash", "hang", "memory")[len(text) % 3]
+        if kind == "crash":
+            raise IndexError("planted")
+        if kind == "hang":
+            while True:
+                pass
+        return [bytearray(1 << 20) for _ in range(10_000)]  # ~10 GB
+
+    monkeypatch.setattr(campaign, "run_pipeline", planted)
+    report = campaign.run_campaign(6, seed=1, seconds=2, memory_mb=512, out_dir=tmp_path)
+    assert report.outcomes["traceback"] + report.outcomes["hang"] + report.outcomes["memory"] == 6, report.summary()
+    assert {"traceback", "hang", "memory"} <= set(report.outcomes)
+    for f in report.failures:
+        repro = tmp_path / f"case-1-{f['index']}.yaml"
+        assert repro.read_text() == make_case(1, f["index"]).text
+        assert f["outcome"] in repro.with_suffix(".txt").read_text()
