@@ -95,6 +95,19 @@ def test_tampered_plan_is_refused(tiny_up, tmp_path, plant, check):
     settled(tiny_up)
 
 
+def test_plan_naming_another_state_dir_is_refused(tiny_up, tmp_path):
+    plan = read_plan(make_plan_file(tmp_path))
+    target = tmp_path / "tiny"  # named like the fabric, but not a simulated fabric loom made
+    target.mkdir()
+    p = {**plan, "state_dir": str(target)}
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps({**p, "plan_sha256": content_digest(p)}))
+    code, out = loom("apply", str(path))
+    assert code == 1 and "is not the simulated fabric" in out, out
+    assert list(target.iterdir()) == []  # no lock, journal or audit written there
+    settled(tiny_up)
+
+
 def test_plan_of_a_changed_model_is_refused(tiny_up, tmp_path):
     model = tmp_path / "tiny.yaml"
     shutil.copy(TINY, model)

@@ -26,7 +26,7 @@ from loom.expand import load_fabric
 from loom.routing import subnet
 
 from . import audit
-from .checked import check_plan
+from .checked import check_plan, check_state_dir
 from .daemon import Daemons
 from .errors import Interrupted, PlanError
 from .files import write_all_atomic
@@ -74,7 +74,7 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
                progress: Callable[[str], None] = _quiet, keep_live: bool = False) -> ApplyResult:
     """Apply a plan to the running simulated fabric and verify it by reading back.
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
-    d = Daemons(Path(plan["state_dir"]))
+    d = Daemons(check_state_dir(plan))
     context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
                "plan_sha256": _file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
     t0 = time.perf_counter()
