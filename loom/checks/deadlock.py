@@ -25,6 +25,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from loom.routing.loads import carried
 from loom.routing.subnet import TO_SWITCH
 
 from .paths import Walk
@@ -39,28 +40,6 @@ class Deadlock:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-def _visited(walk: Walk, lids: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """[sw, j] True where a packet from a source switch (`seeds`, bool per switch) to lids[j]
-    passes through switch sw."""
-    sn = walk.tables.subnet
-    nxt = walk.next_switch[:, lids]
-    seen = np.zeros((sn.n, len(lids)), bool)
-    seen[seeds, :] = True
-    frontier = seen.copy()
-    cols = np.arange(len(lids))
-    for _ in range(sn.n):
-        r, j = np.nonzero(frontier)
-        step = nxt[r, j]
-        ok = step >= 0
-        new = np.zeros_like(seen)
-        new[step[ok], cols[j[ok]]] = True
-        frontier = new & ~seen
-        if not frontier.any():
-            break
-        seen |= frontier
-    return seen
 
 
 def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = None,
@@ -78,7 +57,7 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
     hop = nxt >= 0  # switch s forwards d to another switch
     if sources == "ca" or zones is not None:
         seeds = (walk.cas_on_switch > 0) if sources == "ca" else np.ones(sn.n, bool)
-        hop &= _visited(walk, lids, seeds & (True if zones is None else zones))
+        hop &= carried(sn, lft, lids, seeds & (True if zones is None else zones))
     s, j = rows[hop], np.nonzero(hop)[1]
     t = nxt[hop]
     # the next hop from t for the same LID must also go to a switch

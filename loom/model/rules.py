@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator
 
+import networkx as nx
+
 from .schema import SPEEDS_GBPS, BiGraph, FatTree2, FatTree3, Model, NodeGroup
 
 
@@ -291,36 +293,16 @@ def zone_layers(model: Model) -> list[list[int]] | None:
 
 
 def monotone_zone_paths(model: Model) -> list[tuple[str, str]]:
-    """Zone pairs with no path through zones of only rising (or only falling) index: with the
-    direction split every cross-zone path must be one."""
+    """Connected zone pairs with no path through zones of only rising (or only falling) index:
+    with the direction split every cross-zone path must be one."""
     names = [z.name for z in model.zones]
-    idx = {n: i for i, n in enumerate(names)}
-    edges = {(idx[l.a.zone], idx[l.b.zone]) for l in model.inter_zone_links if l.a.zone in idx and l.b.zone in idx}
-    edges |= {(b, a) for a, b in edges}
-    missing = []
-    for a in range(len(names)):
-        for step in (1, -1):
-            seen, todo = {a}, [a]
-            while todo:
-                u = todo.pop()
-                for x, y in edges:
-                    if x == u and (y - x) * step > 0 and y not in seen:
-                        seen.add(y)
-                        todo.append(y)
-            missing += [(names[a], names[b]) for b in range(len(names)) if (b - a) * step > 0 and b not in seen
-                        and _connected(edges, a, b)]
-    return missing
-
-
-def _connected(edges: set, a: int, b: int) -> bool:
-    seen, todo = {a}, [a]
-    while todo:
-        u = todo.pop()
-        for x, y in edges:
-            if x == u and y not in seen:
-                seen.add(y)
-                todo.append(y)
-    return b in seen
+    links = nx.Graph([(names.index(l.a.zone), names.index(l.b.zone)) for l in model.inter_zone_links
+                      if l.a.zone in names and l.b.zone in names])
+    links.add_nodes_from(range(len(names)))
+    rising = nx.DiGraph((min(e), max(e)) for e in links.edges())
+    rising.add_nodes_from(links)
+    return [(names[a], names[b]) for a in range(len(names)) for b in range(a + 1, len(names))
+            if nx.has_path(links, a, b) and not nx.has_path(rising, a, b)]
 
 
 def cross_zone_vls(model: Model) -> Iterator[Finding]:

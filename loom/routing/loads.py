@@ -346,17 +346,20 @@ def _apply(lft: np.ndarray, group: PortGroup, flow: dict, priority: np.ndarray) 
             movers = movers[n:]
 
 
-def carried(sn, lft: np.ndarray, lids: np.ndarray) -> np.ndarray:
-    """[switch, j] True where a packet from some channel adapter to lids[j] passes the switch:
-    the entries that carry data traffic (balance is about those; a spine's table lists every
-    destination, but only the ones leaves send up to it reach it)."""
+def carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray | None = None) -> np.ndarray:
+    """[switch, j] True where a packet to lids[j] from a source switch (`seeds`, bool per switch;
+    default: the switches with channel adapters) passes the switch: the entries that carry data
+    traffic (balance is about those; a spine's table lists every destination, but only the ones
+    leaves send up to it reach it)."""
+    if seeds is None:
+        seeds = np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0
     seen = np.zeros((sn.n, len(lids)), bool)
-    seen[np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0, :] = True
+    seen[seeds, :] = True
     frontier = seen.copy()
     cols = np.arange(len(lids))
     for _ in range(sn.n):
         r, j = np.nonzero(frontier)
-        port = np.minimum(lft[r, lids[j]].astype(np.int64), sn.max_port)
+        port = sn.out_port(lft[r, lids[j]])
         ok = sn.peer_kind[r, port] == TO_SWITCH
         new = np.zeros_like(seen)
         new[sn.peer_dev[r[ok], port[ok]], cols[j[ok]]] = True

@@ -52,6 +52,12 @@ class Subnet:
             return self.name(int(self.lid_switch[lid]))
         return self.fabric.ports[int(self.lid_port[lid])].ca
 
+    def out_port(self, entries: np.ndarray) -> np.ndarray:
+        """The port table entries leave by, as indices into the [sw, port] arrays: 0 (nothing
+        cabled) for "no route" (255) and anything past the last port."""
+        entries = np.asarray(entries, dtype=np.int64)
+        return np.where(entries <= self.max_port, entries, 0)
+
     @cached_property
     def up_port_mask(self) -> np.ndarray:
         """[sw, port] True where the port leads to a switch one layer up (leaf→spine, spine→core)."""

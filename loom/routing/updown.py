@@ -190,7 +190,7 @@ class UpDown:
         out[self.zone[owner[has]], np.flatnonzero(has)] = owner[has]
         rows = np.flatnonzero(self.live & (self.layer == 0) & self.cross_port.any(axis=1))
         for x in rows[::-1]:  # the first such leaf wins
-            leaves = self.cross_port[x, np.minimum(lft[x].astype(np.int64), sn.max_port)] & (lft[x] != 0)
+            leaves = self.cross_port[x, sn.out_port(lft[x])]
             lids = np.flatnonzero(leaves & has & (self.zone[np.maximum(owner, 0)] != self.zone[x]))
             out[self.zone[x], lids] = x
         return out
