@@ -25,7 +25,7 @@ class LockHeld(Exception):
 
     def __init__(self, holder: dict, path: Path) -> None:
         self.holder = holder
-        what = holder.get("purpose", "a change")
+        what = holder.get("purpose") or "change"
         super().__init__(f"another {what} is running: held by {holder.get('user', '?')} (pid {holder.get('pid', '?')} "
                          f"on {holder.get('host', '?')}) since {holder.get('since', '?')}; wait for it to finish "
                          f"(lock {path})")
@@ -38,6 +38,16 @@ def _read(fd: int) -> dict:
         return json.loads(text) if text.strip() else {}
     except (OSError, json.JSONDecodeError):
         return {"purpose": "change", "user": "unknown"}
+
+
+def _holder(fd: int, wait: float = 2.0) -> dict:
+    """The holder's record; a holder that has just taken the flock writes it a moment later, so wait briefly."""
+    deadline = time.monotonic() + wait
+    holder = _read(fd)
+    while not holder and time.monotonic() < deadline:
+        time.sleep(0.02)
+        holder = _read(fd)
+    return holder
 
 
 class FabricLock:
@@ -55,7 +65,7 @@ class FabricLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _read(fd)
+            holder = _holder(fd)
             os.close(fd)
             raise LockHeld(holder, self.path) from None
         self.took_over = _read(fd) or None
