@@ -771,10 +771,12 @@ def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--j
     """Show whether the fabric's ibsim and OpenSM run and the subnet is up. Exit 0 if up."""
     from loom.push.daemon import Daemons
     from loom.push.journal import Journal
+    from loom.push.links import links_down
     from loom.push.lock import is_free
 
     d = Daemons.of(_fabric(model).name)
-    s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None}
+    s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
+         "links_down": links_down(d.dir)}
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
     else:
@@ -782,9 +784,53 @@ def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--j
                   f"OpenSM: {'running' if s['opensm']['running'] else 'down'} (pid {s['opensm']['pid']})  "
                   f"subnet up: {s['subnet_up']}  sweeps: {s['sweeps']}  engine: {s['routing_engine']}  "
                   f"lock: {'free' if s['lock_free'] else 'held'}"
+                  + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
                   + ("  [yellow]an interrupted apply awaits recovery (any loom command resolves it)[/yellow]"
                      if s["interrupted_apply"] else ""), highlight=False)
     raise typer.Exit(0 if s["subnet_up"] else 1)
+
+
+link_app = typer.Typer(no_args_is_help=True, help="Link events in the simulated fabric: pull a cable, put it back.")
+sim_app.add_typer(link_app, name="link")
+END_A = typer.Argument(..., help="a device and port, `z0-leaf3:21` (or `z0-leaf3/21`); a device alone: all its cables")
+END_B = typer.Argument(None, help="the far end (optional; picks among parallel cables, or checks A's far end)")
+
+
+def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
+    from loom.expand.failures import FailureSpecError, parse_link
+    from loom.push import audit
+    from loom.push.daemon import Daemons
+    from loom.push.links import set_links
+    from loom.push.sim import SimError
+
+    fabric = _fabric(model)
+    try:
+        cables = parse_link(fabric, a, b)
+    except FailureSpecError as exc:
+        raise _input_error(exc, 2) from None
+    d = Daemons.of(fabric.name)
+    if d.fabric_down():
+        _fail(f"the simulated fabric of {fabric.name} is not running; `loom sim up {model}` starts it")
+    try:
+        changed = set_links(d.dir, fabric, cables, up)
+    except SimError as exc:
+        _fail(exc)
+    word = "up" if up else "down"
+    if changed:
+        audit.record(d.dir, f"sim link {word}", cables=changed)
+    out.print(f"link {word}: {', '.join(changed)}" if changed else f"already {word}: nothing to do", highlight=False)
+
+
+@link_app.command("down")
+def sim_link_down(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
+    """Pull a cable (ibsim `Unlink`): OpenSM sees the port go down on its next sweep."""
+    _link_event(model, a, b, up=False)
+
+
+@link_app.command("up")
+def sim_link_up(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
+    """Put a pulled cable back (ibsim `ReLink`)."""
+    _link_event(model, a, b, up=True)
 
 
 @app.command()

@@ -84,9 +84,9 @@ def test_random_draws_are_switch_to_switch_cables():
 
 
 @pytest.mark.parametrize("spec, words", [
-    ("z9-leaf0/3", "no switch named `z9-leaf0`"),
-    ("z0-leaf0/99", "port '99' of z0-leaf0 has no cable"),
-    ("z0-leaf0/x", "port 'x' of z0-leaf0 has no cable"),
+    ("z9-leaf0/3", "no switch or NIC named `z9-leaf0`"),
+    ("z0-leaf0/99", "`z0-leaf0:99` has no cable; cabled ports of z0-leaf0: 1, 2, 3, 4, 5, 6, 7, 8"),
+    ("z0-leaf0/x", "the port must be a number"),
 ])
 def test_bad_failure_names_are_refused(spec, words):
     f = load_fabric(TOPO / "tiny.yaml")

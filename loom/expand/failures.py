@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fabric import CABLE_KINDS, HOST, SWITCH, Cables, Fabric
+from .fabric import CABLE_KINDS, HOST, Cables, Fabric
 
 
 class FailureSpecError(ValueError):
@@ -34,23 +34,6 @@ class FailureSet:
         return bool(self.cables)
 
 
-def switch_port_cables(fabric: Fabric) -> dict[tuple[int, int], int]:
-    """{(switch index, port): cable row} for every switch end of every cable."""
-    c = fabric.cables
-    out: dict[tuple[int, int], int] = {}
-    for end in ("a", "b"):
-        kind, dev, port = (getattr(c, f"{end}_{x}") for x in ("kind", "dev", "port"))
-        for i in np.flatnonzero(kind == SWITCH):
-            out[(int(dev[i]), int(port[i]))] = int(i)
-    return out
-
-
-def cables_of_switch(fabric: Fabric, sw: int) -> list[int]:
-    c = fabric.cables
-    on = ((c.a_kind == SWITCH) & (c.a_dev == sw)) | ((c.b_kind == SWITCH) & (c.b_dev == sw))
-    return [int(i) for i in np.flatnonzero(on)]
-
-
 def cable_name(fabric: Fabric, i: int) -> str:
     """The cable's ID as the cabling sheet prints it (`lower switch/port`), with its far end."""
     c = fabric.cables
@@ -62,24 +45,15 @@ def cable_name(fabric: Fabric, i: int) -> str:
 
 
 def parse_failures(fabric: Fabric, specs: list[str]) -> FailureSet:
-    """Resolve `SWITCH` and `SWITCH/PORT` (also `SWITCH:PORT`) names into a failure set."""
-    ports = switch_port_cables(fabric)
+    """Resolve names into a failure set: `SWITCH` (down, every cable), `SWITCH/PORT` or
+    `SWITCH:PORT` (the cable there; either end names it), a NIC's CA name (its cable)."""
     cables: set[int] = set()
     switches: set[int] = set()
     for spec in specs:
-        name, sep, port = spec.replace(":", "/").rpartition("/") if ("/" in spec or ":" in spec) else (spec, "", "")
-        if name not in fabric.switch_index:
-            raise FailureSpecError(f"`{spec}`: no switch named `{name}` in {fabric.name}; name a switch "
-                                   f"(e.g. {fabric.switches[0].name}) or a cable as SWITCH/PORT (e.g. {_example(fabric)})")
-        sw = fabric.switch_index[name]
-        if not sep:
-            switches.add(sw)
-            cables.update(cables_of_switch(fabric, sw))
-            continue
-        if not port.isdigit() or (sw, int(port)) not in ports:
-            used = sorted(p for (s, p) in ports if s == sw)
-            raise FailureSpecError(f"`{spec}`: port {port!r} of {name} has no cable; cabled ports: {_span(used)}")
-        cables.add(ports[(sw, int(port))])
+        cables.update(parse_link(fabric, spec))
+        name, port = _split(fabric, spec)
+        if port is None and name in fabric.switch_index:
+            switches.add(fabric.switch_index[name])
     return FailureSet(frozenset(cables), frozenset(switches), tuple(specs))
 
 
@@ -104,11 +78,62 @@ def without(fabric: Fabric, failure: FailureSet) -> Fabric:
     return dataclasses.replace(fabric, cables=cables)
 
 
-def _example(fabric: Fabric) -> str:
-    c = fabric.cables
-    i = int(np.flatnonzero(c.a_kind == SWITCH)[0]) if (c.a_kind == SWITCH).any() else 0
-    return f"{fabric.switches[int(c.b_dev[i])].name}/{int(c.b_port[i])}"
-
-
 def _span(ports: list[int]) -> str:
     return ", ".join(map(str, ports[:12])) + (f" … ({len(ports)} in all)" if len(ports) > 12 else "") if ports else "none"
+
+
+def parse_link(fabric: Fabric, a: str, b: str | None = None) -> list[int]:
+    """The cables `loom sim link` names: `A:PORT` (B, if given, must be its far end), `A B`
+    (every cable between two devices; with several, a port must pick one), or `A` alone (every
+    cable of that device).  A device is a switch or a NIC port's CA name."""
+    ends = _ends(fabric)
+    (an, ap), (bn, bp) = _split(fabric, a), (_split(fabric, b) if b else (None, None))
+    if ap is None and bp is not None:
+        (an, ap), (bn, bp) = (bn, bp), (an, ap)
+    if ap is not None:
+        if (an, ap) not in ends:
+            raise FailureSpecError(f"`{an}:{ap}` has no cable; cabled ports of {an}: {_span(_ports(ends, an))}")
+        i, far = ends[(an, ap)]
+        if bn is not None and (far[0] != bn or (bp is not None and far[1] != bp)):
+            raise FailureSpecError(f"`{an}:{ap}` is cabled to {far[0]}:{far[1]}, not {b}")
+        return [i]
+    mine = sorted({i for (n, _), (i, far) in ends.items() if n == an and (bn is None or far[0] == bn)})
+    if not mine:
+        raise FailureSpecError(f"no cable between {an} and {bn}" if bn else f"{an} has no cables")
+    if bn is not None and len(mine) > 1:
+        ports = sorted(p for (n, p), (i, far) in ends.items() if n == an and far[0] == bn)
+        raise FailureSpecError(f"{an} and {bn} share {len(mine)} cables (ports {_span(ports)} of {an}); "
+                               f"name one as {an}:PORT")
+    return mine
+
+
+def _split(fabric: Fabric, spec: str) -> tuple[str, int | None]:
+    name, sep, port = spec.replace("/", ":").rpartition(":") if (":" in spec or "/" in spec) else (spec, "", "")
+    cas = {p.ca for p in fabric.ports}
+    if name not in fabric.switch_index and name not in cas:
+        raise FailureSpecError(f"`{spec}`: no switch or NIC named `{name}` in {fabric.name} "
+                               f"(e.g. {fabric.switches[0].name} or {fabric.ports[0].ca})")
+    if sep and not port.isdigit():
+        raise FailureSpecError(f"`{spec}`: the port must be a number")
+    return name, int(port) if sep else None
+
+
+def _ends(fabric: Fabric) -> dict[tuple[str, int], tuple[int, tuple[str, int]]]:
+    """{(device, port): (cable, (far device, far port))} for both ends of every cable."""
+    c = fabric.cables
+
+    def end(kind, dev, port) -> tuple[str, int]:
+        if kind == HOST:
+            p = fabric.ports[int(dev)]
+            return p.ca, p.port
+        return fabric.switches[int(dev)].name, int(port)
+
+    out = {}
+    for i in range(len(c)):
+        x, y = end(c.a_kind[i], c.a_dev[i], c.a_port[i]), end(c.b_kind[i], c.b_dev[i], c.b_port[i])
+        out[x], out[y] = (i, y), (i, x)
+    return out
+
+
+def _ports(ends: dict, name: str) -> list[int]:
+    return sorted(p for (n, p) in ends if n == name)
