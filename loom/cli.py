@@ -266,6 +266,88 @@ def whatif(model: Path = MODEL_ARG,
     raise typer.Exit(0 if ok else 1)
 
 
+@app.command()
+def discover(model: Path = MODEL_ARG,
+             topology: Path | None = typer.Option(None, "--topology", help="a saved `ibnetdiscover` output to compare "
+                                                  "instead of reading the simulated fabric"),
+             fmt: str = typer.Option("text", "--format", help="text | json | csv (the change sheet)"),
+             as_json: bool = typer.Option(False, "--json", help="same as --format json"),
+             out_file: Path | None = typer.Option(None, "--out", help="write the report to this file too"),
+             record: bool = typer.Option(False, "--record", help="write the GUIDs found into the model's lock file")) -> None:
+    """Compare the fabric as built with the model: missing, extra, miswired and swapped cables,
+    wrong speeds, unknown devices — in rack/RU/port terms.  Devices are identified by GUID,
+    name, or their place in the cabling; --record keeps their real GUIDs in the lock file.
+
+    Exit 0 when the fabric is cabled as the model says, 1 when it differs, 2 on a usage or
+    environment error (no fabric to read, unreadable file)."""
+    from loom.checks.cabling import compare
+    from loom.expand.live import TopologyError, parse_ibnetdiscover
+    from loom.render.discover_report import as_csv, as_text
+    from loom.render.discover_report import as_json as report_json
+
+    fmt = "json" if as_json else fmt
+    if fmt not in ("text", "json", "csv"):
+        _print_error(f"--format {fmt}: use text, json or csv")
+        raise typer.Exit(2)
+    fabric = _fabric(model)
+    if fabric.technology != "infiniband":
+        _print_error(f"{model}: discover reads InfiniBand fabrics (ibnetdiscover); {fabric.name} is {fabric.technology}")
+        raise typer.Exit(2)
+    try:
+        text, source = _topology_text(fabric, topology)
+        report = compare(fabric, parse_ibnetdiscover(text, source))
+    except TopologyError as exc:
+        raise _input_error(exc, 2) from None
+    shown = {"text": lambda: as_text(fabric.name, report), "json": lambda: report_json(fabric.name, report),
+             "csv": lambda: as_csv(report)}[fmt]()
+    sys.stdout.write(shown)
+    if out_file:
+        _write(out_file, shown)
+    if record:
+        _record_guids(model, fabric, report)
+    raise typer.Exit(0 if report.clean else 1)
+
+
+def _topology_text(fabric: Fabric, topology: Path | None) -> tuple[str, str]:
+    """The ibnetdiscover text to compare: a saved file (read bounded), else the simulated fabric."""
+    from loom.push.daemon import Daemons
+    from loom.push.discovery import ibnetdiscover
+    from loom.push.sim import SimError
+
+    if topology is not None:
+        from loom.inputs import InputError, read_topology_file
+
+        try:
+            return read_topology_file(topology), str(topology)
+        except InputError as exc:
+            raise _input_error(exc, 2) from None
+    try:
+        return ibnetdiscover(Daemons.of(fabric.name)), "the simulated fabric"
+    except SimError as exc:
+        raise _input_error(exc, 2) from None
+
+
+def _record_guids(model: Path, fabric: Fabric, report) -> None:
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import lock_text, with_found_guids
+
+    path = lock_path(model)
+    try:
+        lock = read_lock(path)
+    except ModelError as exc:
+        _print_model_error(model, exc)
+        raise typer.Exit(2) from None
+    if lock is None:
+        _print_error(f"{path} does not exist; write it first with `loom lock {model}`")
+        raise typer.Exit(2)
+    ca_of = {(fabric.nodes[p.node].name, p.nic): p.ca for p in fabric.ports}
+    new, changed = with_found_guids(lock, report.guids, ca_of)
+    if changed:
+        _write(path, lock_text(new))
+    err.print(f"recorded {changed} GUID(s) found on the fabric in {path}" if changed else f"{path}: every GUID found is already recorded",
+              highlight=False, markup=False)
+
+
 def _np_default(o):
     import numpy as np
 

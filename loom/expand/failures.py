@@ -86,7 +86,7 @@ def parse_link(fabric: Fabric, a: str, b: str | None = None) -> list[int]:
     """The cables `loom sim link` names: `A:PORT` (B, if given, must be its far end), `A B`
     (every cable between two devices; with several, a port must pick one), or `A` alone (every
     cable of that device).  A device is a switch or a NIC port's CA name."""
-    ends = _ends(fabric)
+    ends = cable_ends(fabric)
     (an, ap), (bn, bp) = _split(fabric, a), (_split(fabric, b) if b else (None, None))
     if ap is None and bp is not None:
         (an, ap), (bn, bp) = (bn, bp), (an, ap)
@@ -118,7 +118,7 @@ def _split(fabric: Fabric, spec: str) -> tuple[str, int | None]:
     return name, int(port) if sep else None
 
 
-def _ends(fabric: Fabric) -> dict[tuple[str, int], tuple[int, tuple[str, int]]]:
+def cable_ends(fabric: Fabric) -> dict[tuple[str, int], tuple[int, tuple[str, int]]]:
     """{(device, port): (cable, (far device, far port))} for both ends of every cable."""
     c = fabric.cables
 
