@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from loom.expand import HOST, Fabric
+from loom.expand import Fabric
 from loom.expand.failures import cable_ends
 from loom.expand.live import LiveFabric
 
@@ -99,12 +99,6 @@ class _Model:
     def place(self, device: str, port: int) -> Place:
         rack, ru = self.where[device]
         return Place(self.node_of.get(device, device), port, rack, ru, self.port_name.get((device, port), str(port)))
-
-    def cable_id(self, i: int) -> str:
-        c, f = self.fabric.cables, self.fabric
-        if c.a_kind[i] == HOST:
-            return f"{f.switches[int(c.b_dev[i])].name}/{int(c.b_port[i])}"
-        return f"{f.switches[int(c.a_dev[i])].name}/{int(c.a_port[i])}"
 
 
 def map_nodes(fabric: Fabric, live: LiveFabric, model: _Model | None = None) -> dict[int, str]:
@@ -201,14 +195,14 @@ def compare(fabric: Fabric, live: LiveFabric) -> CablingReport:
             link = here[1]
             if link.width and link.gbps < m.speed[i]:
                 report.findings.append(Finding(
-                    "speed", m.cable_id(i), f"{m.cable_id(i)} runs at {link.width}x{link.speed} "
+                    "speed", m.fabric.cable_id(i), f"{m.fabric.cable_id(i)} runs at {link.width}x{link.speed} "
                     f"({link.gbps:g} Gb/s); the model has {m.speed[i]} Gb/s",
                     f"reseat or replace the cable between {m.place(dev, port)} and {m.place(*far)}",
                     m.place(*far), m.place(*far)))
             continue
         if here is None and there is None:
             reported.add(i)
-            report.findings.append(Finding("missing", m.cable_id(i), f"{m.cable_id(i)} is not cabled",
+            report.findings.append(Finding("missing", m.fabric.cable_id(i), f"{m.fabric.cable_id(i)} is not cabled",
                                            f"cable {m.place(dev, port)} to {m.place(*far)}", m.place(*far), None))
     for l in live.links:
         a, b = _named(l.a, mapping, live), _named(l.b, mapping, live)
@@ -220,7 +214,7 @@ def compare(fabric: Fabric, live: LiveFabric) -> CablingReport:
             continue
         keep, move = (a, b) if _keep_first(m, a, b) else (b, a)
         i, want = m.ends[keep]
-        f = Finding("miswired", m.cable_id(i), f"{_place(m, keep)} is cabled to {_place(m, move)}; the model has "
+        f = Finding("miswired", m.fabric.cable_id(i), f"{_place(m, keep)} is cabled to {_place(m, move)}; the model has "
                     f"{m.place(*want)}", f"move the end at {_place(m, move)} to {m.place(*want)}",
                     m.place(*want), _place(m, move))
         moves[(move, want)] = f

@@ -35,13 +35,10 @@ class FailureSet:
 
 
 def cable_name(fabric: Fabric, i: int) -> str:
-    """The cable's ID as the cabling sheet prints it (`lower switch/port`), with its far end."""
+    """The cable's ID as the cabling sheet prints it, with its far end."""
     c = fabric.cables
-    b = f"{fabric.switches[int(c.b_dev[i])].name}/{int(c.b_port[i])}"
-    if c.a_kind[i] == HOST:
-        p = fabric.ports[int(c.a_dev[i])]
-        return f"{b} ({p.ca})"
-    return f"{fabric.switches[int(c.a_dev[i])].name}/{int(c.a_port[i])} ({b})"
+    far = fabric.ports[int(c.a_dev[i])].ca if c.a_kind[i] == HOST else f"{fabric.switches[int(c.b_dev[i])].name}/{int(c.b_port[i])}"
+    return f"{fabric.cable_id(i)} ({far})"
 
 
 def parse_failures(fabric: Fabric, specs: list[str]) -> FailureSet:

@@ -19,7 +19,7 @@ import stat
 import time
 from pathlib import Path
 
-from loom.expand import HOST, Fabric
+from loom.expand import Fabric
 
 from .files import write_atomic
 from .sim import SimError
@@ -79,15 +79,6 @@ def switch_end(fabric: Fabric, cable: int) -> tuple[str, int]:
     return fabric.switches[int(c.b_dev[cable])].name, int(c.b_port[cable])
 
 
-def cable_key(fabric: Fabric, cable: int) -> str:
-    """`switch/port` of the cable's lower switch end (its cabling-sheet ID), or of the upper
-    end for a node cable."""
-    c = fabric.cables
-    if c.a_kind[cable] == HOST:
-        return "/".join(map(str, switch_end(fabric, cable)))
-    return f"{fabric.switches[int(c.a_dev[cable])].name}/{int(c.a_port[cable])}"
-
-
 def links_down(directory: Path) -> list[str]:
     path = Path(directory) / LINKS_DOWN
     try:
@@ -100,7 +91,7 @@ def set_links(directory: Path, fabric: Fabric, cables: list[int], up: bool) -> l
     """Pull (up=False) or put back the cables; returns what changed, as cable IDs.  A cable
     already in the wanted state is left alone (the command is idempotent)."""
     down = links_down(directory)
-    keys = [cable_key(fabric, i) for i in cables]
+    keys = [fabric.cable_id(i) for i in cables]
     todo = [(i, k) for i, k in zip(cables, keys) if (k in down) == up]
     verb = "ReLink" if up else "Unlink"
     if todo:
