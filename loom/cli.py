@@ -311,7 +311,6 @@ def discover(model: Path = MODEL_ARG,
 def _topology_text(fabric: Fabric, topology: Path | None) -> tuple[str, str]:
     """The ibnetdiscover text to compare: a saved file (read bounded), else the simulated fabric."""
     from loom.push.daemon import Daemons
-    from loom.push.discovery import ibnetdiscover
     from loom.push.sim import SimError
 
     if topology is not None:
@@ -322,7 +321,7 @@ def _topology_text(fabric: Fabric, topology: Path | None) -> tuple[str, str]:
         except InputError as exc:
             raise _input_error(exc, 2) from None
     try:
-        return ibnetdiscover(Daemons.of(fabric.name)), "the simulated fabric"
+        return Daemons.of(fabric.name).client(["ibnetdiscover"]).stdout, "the simulated fabric"
     except SimError as exc:
         raise _input_error(exc, 2) from None
 
