@@ -224,6 +224,8 @@ def whatif(model: Path = MODEL_ARG,
            random: int = typer.Option(0, "--random", min=0, help="instead of --fail: K random switch-to-switch cables down"),
            trials: int = typer.Option(20, "--trials", min=1, max=10_000, help="random draws with --random"),
            seed: int = typer.Option(0, "--seed", help="random seed for --random"),
+           vs_opensm: list[str] = typer.Option([], "--vs-opensm", help="also measure OpenSM's recompute with this "
+                                               "engine (ftree, updn, minhop) on the same failure in the simulator"),
            engine: str = ENGINE_OPT, as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """What a failure does: the minimal-churn reroute of the design tables, checked (reachability,
     deadlock freedom per VL, each switch at its as-built bound), the entries it changes against a
@@ -245,9 +247,12 @@ def whatif(model: Path = MODEL_ARG,
     qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
     try:
         if fail:
-            outcome = what_if(fabric, parse_failures(fabric, fail), design, engine, qos=qos)
+            failure = parse_failures(fabric, fail)
+            outcome = what_if(fabric, failure, design, engine, qos=qos)
             ok = all(o.ok for o in outcome)
             report = {"fabric": fabric.name, "failures": fail, "ok": ok, "planes": [o.as_dict() for o in outcome]}
+            if vs_opensm:
+                report["opensm"] = _opensm_recompute(fabric, failure, design, vs_opensm)
         else:
             rng = np.random.default_rng(seed)
             runs = [what_if(fabric, random_failures(fabric, random, rng), design, engine, qos=qos)
@@ -260,7 +265,7 @@ def whatif(model: Path = MODEL_ARG,
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     elif fail:
-        print_outcomes(out, fabric.name, fail, outcome)
+        print_outcomes(out, fabric.name, fail, outcome, report.get("opensm", {}))
     else:
         print_trials(out, fabric.name, random, report)
     raise typer.Exit(0 if ok else 1)
@@ -345,6 +350,22 @@ def _record_guids(model: Path, fabric: Fabric, report) -> None:
         _write(path, lock_text(new))
     err.print(f"recorded {changed} GUID(s) found on the fabric in {path}" if changed else f"{path}: every GUID found is already recorded",
               highlight=False, markup=False)
+
+
+def _opensm_recompute(fabric: Fabric, failure, design, engines: list[str]) -> dict:
+    """OpenSM's recompute of the same failure in the simulator, per engine (InfiniBand plane 0)."""
+    from loom.expand.failures import without
+    from loom.push.recompute import opensm_recompute
+    from loom.push.sim import SimError, tools_missing
+
+    if fabric.technology != "infiniband" or tools_missing():
+        _print_error(f"--vs-opensm needs an InfiniBand fabric and the simulator ({', '.join(tools_missing()) or 'ok'})")
+        raise typer.Exit(2)
+    try:
+        return {e: _phase(f"opensm -R {e}, intact and failed", opensm_recompute, fabric, without(fabric, failure), design[0], e)
+                for e in engines}
+    except SimError as exc:
+        raise _input_error(exc, 2) from None
 
 
 def _np_default(o):

@@ -104,3 +104,12 @@ def test_whatif_needs_exactly_one_kind_of_failure():
 def test_the_far_end_names_the_same_cable():
     f = load_fabric(TOPO / "tiny.yaml")
     assert parse_failures(f, ["z0-leaf0/5"]).cables == parse_failures(f, ["z0-spine0:1"]).cables
+
+
+@pytest.mark.sim
+def test_opensm_recompute_of_the_same_failure_is_measured_beside():
+    code, rep = whatif_json(str(TOPO / "tiny.yaml"), "--fail", "z0-leaf0/5", "--vs-opensm", "updn")
+    assert code == 0, rep
+    up = rep["opensm"]["updn"]
+    assert up["engine_used"] == "updn" and up["entries"] > 0 and up["seconds"] > 0
+    assert rep["planes"][0]["repair"]["entries"] < up["entries"]

@@ -13,7 +13,7 @@ def _verdict(ok: bool) -> str:
     return "[green]yes[/green]" if ok else "[red]NO[/red]"
 
 
-def print_outcomes(out: Console, fabric: str, failures: list[str], outcomes) -> None:
+def print_outcomes(out: Console, fabric: str, failures: list[str], outcomes, opensm: dict) -> None:
     out.print(f"[bold]{escape(fabric)}[/bold]: what if {escape(', '.join(failures))} went down")
     for o in outcomes:
         d = o.as_dict()
@@ -26,6 +26,9 @@ def print_outcomes(out: Console, fabric: str, failures: list[str], outcomes) -> 
         t = Table("reroute", "entries", "switches", "destinations", box=None, pad_edge=False)
         t.add_row("minimal-churn repair", str(o.repair.entries), str(o.repair.switches), str(o.repair.destinations))
         t.add_row("full recompute", str(o.recompute.entries), str(o.recompute.switches), str(o.recompute.destinations))
+        for eng, r in opensm.items() if o.plane == 0 else ():
+            t.add_row(f"OpenSM {eng} recompute (ran {r['engine_used']})", str(r["entries"]), str(r["switches"]),
+                      str(r["destinations"]))
         out.print(t)
         losing = d["leaves_losing"]
         out.print(f"  up-link bandwidth kept: {len(losing)} leaf{'' if len(losing) == 1 else 'ves'} lose"
