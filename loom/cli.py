@@ -17,9 +17,26 @@ from rich.table import Table
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
+app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"loom {version('loom')}", highlight=False)
+        except PackageNotFoundError:
+            out.print("loom (not installed: run from a checkout without `pip install`)", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                            help="print loom's version and exit")) -> None:
+    """Loom: declarative AI-cluster fabrics."""
 
 MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
 
