@@ -177,7 +177,8 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
             journal.clear()
             raise _nothing_written(d, exc) from None
         journal.mark("written")
-        progress("pushing: OpenSM restarts on the new inputs and programs every switch and port")
+        progress("pushing: " + ("OpenSM restarts on the new inputs and programs every switch and port" if d.kind == "sim"
+                                else "the master's OpenSM reloads its inputs (standbys hold the same files)"))
         engine = _timed(phases, "push", d.push, timeout)
         if engine != "file":
             raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")

@@ -6,8 +6,9 @@ over one multiplexed connection per host (ControlMaster; the control sockets liv
 What runs on the hosts is plain POSIX sh and the tools OpenSM's hosts have: `dump_fts` for the
 tables, `python3` with libibmad for QoS by directed route (`loom.push.madquery`, sent as the
 command's text: nothing of loom is installed there), `mktemp` + `mv` for atomic writes, and
-`systemctl reload opensm` (or SIGHUP to the process in OpenSM's pid file where systemd does
-not run it) for the reload; the sweep is awaited in OpenSM's log ("SUBNET UP").
+`systemctl restart opensm` (or the pid file's OpenSM started again as it was, where systemd
+does not run it: `loom.push.restart_opensm`) for the push; the sweep is awaited in OpenSM's
+log ("SUBNET UP").
 
 Every host gets the same input files (tables, guid2lid, Loom's options block merged into the
 host's own options file, `opensm_files`) before the master reloads, so a failover serves the
@@ -320,13 +321,19 @@ class SshTarget:
 
     # ------------------------------------------------------------------ reload
     def push(self, timeout: float) -> str:
-        """`systemctl reload opensm` (SIGHUP without systemd) on the master; wait for its sweep."""
+        """Restart the master's OpenSM on its inputs — `systemctl restart opensm`, or the process
+        of its pid file started again as it was (`restart_opensm`) where systemd does not run
+        it — and wait for the new OpenSM's sweep.  A restart, not a reload: a new OpenSM programs
+        every LFT block and QoS table (a reloaded one left VLArb tables as they were)."""
+        from . import restart_opensm
+
         how = self._opensm(self.master)
         if how == "down":
             self.health()
         before = len(self._log_lines(self.master, "SUBNET UP"))
-        pf = shlex.quote(self.master.paths.pidfile)
-        self._on(self.master).run("systemctl reload opensm" if how == "systemd" else f'kill -HUP "$(cat {pf})"')
+        code = Path(restart_opensm.__file__).read_text()
+        self._on(self.master).run("systemctl restart opensm" if how == "systemd" else
+                                  f"python3 -c {shlex.quote(code)} {shlex.quote(self.master.paths.pidfile)}")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if len(self._log_lines(self.master, "SUBNET UP")) > before:
