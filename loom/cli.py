@@ -824,6 +824,7 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     from loom.push.daemon import Daemons
     from loom.push.errors import PlanError
     from loom.push.sim import SimError
+    from loom.push.target import SimTarget
     from loom.qos import plan_qos
     from loom.qos.render import opensm_qos_conf
     from loom.render.opensm import guid2lid
@@ -837,7 +838,7 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     except PlanError as exc:
         _fail(exc)
     try:
-        recover(d, progress=_progress)
+        recover(SimTarget(d), progress=_progress)
         if not d.up_and_running() and d.lfts_file.exists():
             failed = check_input_file(fabric, d.lfts_file.read_text())
             if failed:
@@ -866,12 +867,13 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
     from loom.push.apply import recover, take_lock
     from loom.push.daemon import Daemons
     from loom.push.errors import PlanError
+    from loom.push.target import SimTarget
 
     d = Daemons.of(_fabric(model).name)
     lock = None
     try:
         lock = take_lock(d, "sim down", _progress)
-        recover(d, progress=_progress)
+        recover(SimTarget(d), progress=_progress)
     except PlanError as exc:
         if not force:
             _fail(f"{exc} (or `loom sim down --force`)")
@@ -952,23 +954,48 @@ def sim_link_up(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) 
     _link_event(model, a, b, up=True)
 
 
+TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
+                          "hosts of the inventory's `subnet_managers` group (docs/targets.md)")
+INVENTORY_OPT = typer.Option(None, "--inventory", help="with --target ssh: inventory directory (default inventory/<fabric>)")
+SSH_CONFIG_OPT = typer.Option(None, "--ssh-config", help="with --target ssh: an ssh_config file (default: the user's)")
+
+
+def _target(fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path | None):
+    """The push target a command names (`loom.push.target`); exits with a message on a bad one."""
+    from loom.push.errors import PlanError
+    from loom.push.target import SimTarget
+
+    if kind == "sim":
+        return SimTarget.of(fabric.name)
+    if kind != "ssh":
+        _fail(f"unknown target {kind!r}: use --target sim or --target ssh")
+    from loom.push.ssh import SshTarget
+
+    try:
+        return SshTarget.from_inventory(fabric, inventory or Path("inventory") / fabric.name,
+                                        str(ssh_config.resolve()) if ssh_config else None)
+    except PlanError as exc:
+        _fail(exc)
+
+
 @app.command()
-def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too")) -> None:
-    """Route, check, read the live tables and show what apply would change.
+def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too"),
+         target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
+    """Route, check, read the live tables (and the standbys' files) and show what apply would change.
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
     from loom.push.apply import settle
-    from loom.push.daemon import Daemons
-    from loom.push.errors import PlanError
+    from loom.push.errors import PlanError, TargetError
     from loom.push.plan import has_changes, make_plan
-    from loom.push.sim import SimError
 
     fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
-    d = Daemons.of(fabric.name)
+    d = _target(fabric, target, inventory, ssh_config)
     try:
+        if d.kind != "sim":  # the marker `apply` looks for (the simulation's is its fabric.net)
+            _write(d.dir / "target.json", json.dumps(d.spec(), indent=1) + "\n")
         settle(d, _progress)
         p = _phase("read live + route + check + diff", make_plan, model, fabric, d)
-    except (PlanError, SimError) as exc:
+    except (PlanError, TargetError) as exc:
         _fail(exc)
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
@@ -981,7 +1008,9 @@ def _print_plan(p: dict) -> None:
 
     c, q = p["changes"], p["qos"]
     if p["drift"]:
-        out.print(f"[yellow]drift:[/yellow] {p['drift']}")
+        out.print(f"[yellow]drift:[/yellow] {p['drift']}", highlight=False)
+    for line in p.get("standbys_differing", []):
+        out.print(f"standby: {line} (apply writes the master's files to every standby)", highlight=False)
     if not has_changes(p):
         out.print(f"[green]No changes.[/green] The live tables of {p['fabric']} match the model"
                   + (" (routing and QoS)." if q["intent"] else "."))
@@ -1014,25 +1043,26 @@ def _print_plan(p: dict) -> None:
 @app.command()
 def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),
           model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply"),
+          target: str = typer.Option("sim", "--target", help="with --model: the target whose last plan to apply (sim, ssh)"),
           keep_live: bool = typer.Option(False, "--keep-live", help="refuse to overwrite changes made outside loom "
                                          "(by default the model wins over hand edits)")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
     stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM."""
     from loom.push.apply import apply_plan
-    from loom.push.daemon import Daemons
-    from loom.push.errors import Interrupted, PlanError
+    from loom.push.daemon import state_dir
+    from loom.push.errors import Interrupted, PlanError, TargetError
     from loom.push.plan import read_plan
-    from loom.push.sim import SimError
+    from loom.push.ssh import state_dir as ssh_state_dir
 
     if plan_file is None:
         if model is None:
             err.print("[red]error:[/red] give a plan file, or --model MODEL to apply its last plan")
             raise typer.Exit(1)
-        plan_file = Daemons.of(_fabric(model).name).dir / "last-plan.json"
+        plan_file = (ssh_state_dir if target == "ssh" else state_dir)(_fabric(model).name) / "last-plan.json"
     try:
         p = read_plan(plan_file)
         res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
-    except (PlanError, SimError) as exc:
+    except (PlanError, TargetError) as exc:
         _fail(exc)
     except Interrupted as exc:
         err.print(f"[red]apply interrupted by signal {exc.signum}:[/red] {exc.outcome}", highlight=False)

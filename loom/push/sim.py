@@ -20,12 +20,13 @@ from pathlib import Path
 from loom.expand import Fabric
 from loom.render.ibsim import ibsim_net
 
+from .errors import TargetError
 from .files import write_atomic
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 
 
-class SimError(Exception):
+class SimError(TargetError):
     """The simulator or a tool run against it failed; the message says which and where its log is."""
 
 
