@@ -979,6 +979,53 @@ def _target(fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path 
 
 
 @app.command()
+def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT,
+          ssh_config: Path | None = SSH_CONFIG_OPT,
+          interval: float = typer.Option(5.0, "--interval", min=0.2, help="discover at least this often (seconds); "
+                                         "OpenSM's sweeps trigger a discovery at once"),
+          hold_down: float = typer.Option(10.0, "--hold-down", min=0, help="a cable that comes back counts as down "
+                                          "until it has stayed up this long (seconds)"),
+          duration: float | None = typer.Option(None, "--for", min=0, help="stop after this many seconds (default: "
+                                                "until Ctrl-C / SIGTERM)")) -> None:
+    """Follow the fabric beside OpenSM: when cables or switches go down, apply the minimal-churn
+    reroute (checked, through the same lock, journal and read-back as apply); when they are
+    back and stable, return to the design tables.  Every event goes to the screen and to
+    watch.log in the fabric's state directory, with the time from detection to verified tables."""
+    import signal
+    import time
+
+    from loom.push.errors import PlanError, TargetError
+    from loom.push.watch import Watcher
+
+    fabric = _fabric(model)
+    t = _target(fabric, target, inventory, ssh_config)
+    stop = [False]
+    end = time.monotonic() + duration if duration is not None else None
+
+    def halt(signum, _frame) -> None:
+        stop[0] = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, halt)
+    w = Watcher(model, fabric, t, hold_down=hold_down, log=_print_event)
+    _progress(f"watching {fabric.name} ({t.kind}): discovery at least every {interval:g}s and on every OpenSM sweep, "
+              f"hold-down {hold_down:g}s; log in {t.dir / 'watch.log'}")
+    try:
+        w.run(interval, until=lambda: stop[0] or (end is not None and time.monotonic() >= end))
+    except (PlanError, TargetError) as exc:
+        _fail(exc)
+    _progress("watcher stopped" + (f"; the fabric is routed around {', '.join(sorted(map(fabric.cable_id, w.down)))}"
+                                   if w.down else ""))
+
+
+def _print_event(e) -> None:
+    took = ", ".join(f"{k} {v:.2f}s" for k, v in e.seconds.items() if k != "total")
+    what = {"down": "down", "up": "back"}.get(e.kind, e.kind)
+    out.print(f"{e.detected} {what}: {', '.join(e.changed)} → {e.message} ({e.seconds.get('total', 0):.2f}s from "
+              f"detection: {took})", highlight=False, markup=False)
+
+
+@app.command()
 def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too"),
          target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
     """Route, check, read the live tables (and the standbys' files) and show what apply would change.

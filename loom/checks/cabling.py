@@ -54,6 +54,7 @@ class Finding:
     action: str  # what to do, in rack/RU/port terms
     expected: Place | None = None  # the model's far end for the kept end (miswired), or the cable's end B
     found: Place | None = None
+    cable: int | None = None  # the model cable (row of fabric.cables) a missing finding is about
 
     def as_dict(self) -> dict:
         d = {"kind": self.kind, "cable_id": self.cable_id, "what": self.what, "action": self.action}
@@ -203,7 +204,7 @@ def compare(fabric: Fabric, live: LiveFabric) -> CablingReport:
         if here is None and there is None:
             reported.add(i)
             report.findings.append(Finding("missing", m.fabric.cable_id(i), f"{m.fabric.cable_id(i)} is not cabled",
-                                           f"cable {m.place(dev, port)} to {m.place(*far)}", m.place(*far), None))
+                                           f"cable {m.place(dev, port)} to {m.place(*far)}", m.place(*far), None, i))
     for l in live.links:
         a, b = _named(l.a, mapping, live), _named(l.b, mapping, live)
         if a in m.ends and m.ends[a][1] == b:

@@ -136,6 +136,10 @@ class SimTarget:
     def clean_leftovers(self) -> None:
         self.d.clean_leftovers()
 
+    def sweep_log(self) -> Path:
+        """OpenSM's log, where each finished sweep says SUBNET UP (the watcher follows it)."""
+        return self.d.log
+
     def run(self, args: list[str], timeout: float = 120) -> str:
         import subprocess
 
