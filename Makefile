@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap openssh-server
 
-.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-failures validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -71,13 +71,17 @@ test: setup
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"
 
-bench: bench-expand bench-routing bench-roce
+bench: bench-expand bench-routing bench-roce bench-failures
 
 bench-expand: setup
 	$(BIN)/python bench/expand.py
 
 bench-roce: setup
 	$(BIN)/python bench/roce.py
+
+# Loom's watcher vs OpenSM ftree/updn on a cable and a spine going down on the two-zone fabric
+bench-failures: setup
+	$(BIN)/python bench/failures.py
 
 bench-routing: setup
 	$(BIN)/python bench/routing.py

@@ -22,9 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from loom.expand import load_fabric
 from loom.render.opensm import lfts_dump, tables_from_dump
 from loom.routing import Tables, subnet
+from loom.routing.updown import UpDown
 
 from . import audit
 from .checked import check_plan
@@ -89,10 +92,12 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
     they are read back.  The caller has checked `tables` on the fabric they were made for."""
     context = {"fabric": tables.subnet.fabric.name, **context}
 
+    in_service = [int(tables.subnet.switch(x).guid) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+
     def work() -> ApplyResult:
         phases: dict[str, float] = {}
         d.health()
-        live_text = _timed(phases, "read live", d.read_lfts)
+        live_text = _timed(phases, "read live", d.read_lfts, len(in_service))
         want = lfts_dump(tables)
         live = tables_from_dump(tables.subnet, live_text, "live")
         diff = diff_tables(live, tables)
@@ -100,7 +105,8 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
             return ApplyResult(True, "no changes: the fabric already holds these tables", phases)
         inputs = d.read_inputs()
         conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
-        change = Change({"lfts": want}, want, None, tables.subnet, diff["entries_changed"], diff["switches_touched"], conf)
+        change = Change({"lfts": want}, want, None, tables.subnet, diff["entries_changed"], diff["switches_touched"], conf,
+                        in_service)
         record = {**context, "model": str(Path(model).resolve()), "desired_lfts": pack(want), "previous_live": pack(live_text)}
         return _push_verified(d, change, {**inputs, "conf": conf}, record, timeout, progress, phases)
 
@@ -211,6 +217,7 @@ class Change:
     entries: int
     switches: int
     restore_conf: str | None  # the options a restore writes back
+    in_service: list[int] | None = None  # GUIDs of the switches that must answer (None: all)
 
 
 def _push_verified(d: Target, change: Change, previous: dict[str, str | None], record: dict, timeout: float,
@@ -219,7 +226,7 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
     restore the previous inputs and verify them.  The caller holds the fabric lock."""
     journal = Journal(d.dir)
     try:
-        journal.begin({**record, "pid": audit.who()["pid"],
+        journal.begin({**record, "pid": audit.who()["pid"], "in_service": change.in_service,
                        "previous_files": {k: pack(v) if v is not None else None for k, v in previous.items()},
                        "restore_conf": change.restore_conf})
     except OSError as exc:
@@ -241,8 +248,8 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
             raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")
         journal.mark("reloaded")
         progress("reading back and verifying")
-        back = _timed(phases, "read back", d.read_lfts)
-        wrong = mismatch(back, change.lfts)
+        back = _timed(phases, "read back", d.read_lfts, _expect(change.in_service))
+        wrong = mismatch(back, change.lfts, _only(change.in_service))
         if wrong:
             raise TargetError(f"read-back differs from the plan: {wrong}")
         qos_back = None
@@ -268,6 +275,14 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
     ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
     return ApplyResult(True, f"applied and verified: {change.entries} entries on {change.switches} switches{ports}",
                        phases, change.entries)
+
+
+def _expect(in_service: list[int] | None) -> int | None:
+    return None if in_service is None else len(in_service)
+
+
+def _only(in_service: list[int] | None) -> set[int] | None:
+    return None if in_service is None else set(in_service)
 
 
 def _nothing_written(d: Target, exc: OSError) -> PlanError:
@@ -307,9 +322,10 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
         return True, "previous input files restored; the fabric is down (`loom sim up` loads them, checked)"
     try:
         engine = d.push(timeout)
-        back = d.read_lfts()
+        back = d.read_lfts(_expect(j.get("in_service")))
         target = files["lfts"] if files["lfts"] is not None else unpack(j["previous_live"])
-        wrong = mismatch(back, target) if engine == "file" or files["lfts"] is None else f"OpenSM fell back to {engine}"
+        wrong = (mismatch(back, target, _only(j.get("in_service"))) if engine == "file" or files["lfts"] is None
+                 else f"OpenSM fell back to {engine}")
         intent = conf_intent(j["restore_conf"])
         if not wrong and intent is not None:
             bad = mismatches(d.read_qos(subnet(load_fabric(j["model"]), 0)), intent)

@@ -265,11 +265,13 @@ class Daemons:
             raise SimError(f"{args[0]} failed (exit {res.returncode}): {res.stderr.strip()[-300:]}")
         return res
 
-    def dump_fts(self) -> str:
-        """Every switch's LFT as OpenSM's dump format (read over the fabric, not from OpenSM)."""
+    def dump_fts(self, expect: int | None = None) -> str:
+        """Every switch's LFT as OpenSM's dump format (read over the fabric, not from OpenSM).
+        `expect`: how many switches must answer (default: all of the simulation's; fewer when
+        the caller knows some are down)."""
         res = self.client(["dump_fts"])
         # dump_fts exits 0 when it could not read some switches (it only warns): count them
-        want, got = self._switches(), res.stdout.count("Unicast lids [")
+        want, got = expect if expect is not None else self._switches(), res.stdout.count("Unicast lids [")
         if got < want:
             raise SimError(f"dump_fts read the tables of {got} of {want} switches: {res.stderr.strip()[-300:]}")
         return res.stdout

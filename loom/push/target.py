@@ -53,8 +53,9 @@ class Target(Protocol):
     def cabled_as(self, fabric: Fabric) -> bool:
         """Is the fabric cabled as `fabric` says (as far as the target can tell)?"""
 
-    def read_lfts(self) -> str:
-        """Every switch's LFT read over the fabric, in OpenSM's dump format (`dump_fts`)."""
+    def read_lfts(self, expect: int | None = None) -> str:
+        """Every switch's LFT read over the fabric, in OpenSM's dump format (`dump_fts`); fewer
+        than all switches answering is an error, unless `expect` says how many are in service."""
 
     def read_qos(self, sn: Subnet) -> dict:
         """SL2VL and VLArb of every cabled port, by directed route from the master's port."""
@@ -110,8 +111,8 @@ class SimTarget:
     def cabled_as(self, fabric: Fabric) -> bool:
         return self.d.cabled_as(fabric)
 
-    def read_lfts(self) -> str:
-        return self.d.dump_fts()
+    def read_lfts(self, expect: int | None = None) -> str:
+        return self.d.dump_fts(expect)
 
     def read_qos(self, sn: Subnet) -> dict:
         return read_qos(self.d, sn)
