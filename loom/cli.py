@@ -154,6 +154,29 @@ def _route(model: Path, engine: str):
 
 ENGINE_OPT = typer.Option("fattree", "--engine", help="routing engine")
 
+TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
+                          "hosts of the inventory's `subnet_managers` group (docs/targets.md)")
+INVENTORY_OPT = typer.Option(None, "--inventory", help="with --target ssh: inventory directory (default inventory/<fabric>)")
+SSH_CONFIG_OPT = typer.Option(None, "--ssh-config", help="with --target ssh: an ssh_config file (default: the user's)")
+
+
+def _target(fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path | None):
+    """The push target a command names (`loom.push.target`); exits with a message on a bad one."""
+    from loom.push.errors import PlanError
+    from loom.push.target import SimTarget
+
+    if kind == "sim":
+        return SimTarget.of(fabric.name)
+    if kind != "ssh":
+        _fail(f"unknown target {kind!r}: use --target sim or --target ssh")
+    from loom.push.ssh import SshTarget
+
+    try:
+        return SshTarget.from_inventory(fabric, inventory or Path("inventory") / fabric.name,
+                                        str(ssh_config.resolve()) if ssh_config else None)
+    except PlanError as exc:
+        _fail(exc)
+
 
 @app.command("route")
 def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
@@ -295,7 +318,9 @@ def discover(model: Path = MODEL_ARG,
              fmt: str = typer.Option("text", "--format", help="text | json | csv (the change sheet)"),
              as_json: bool = typer.Option(False, "--json", help="same as --format json"),
              out_file: Path | None = typer.Option(None, "--out", help="write the report to this file too"),
-             record: bool = typer.Option(False, "--record", help="write the GUIDs found into the model's lock file")) -> None:
+             record: bool = typer.Option(False, "--record", help="write the GUIDs found into the model's lock file"),
+             target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT,
+             ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
     """Compare the fabric as built with the model: missing, extra, miswired and swapped cables,
     wrong speeds, unknown devices — in rack/RU/port terms.  Devices are identified by GUID,
     name, or their place in the cabling; --record keeps their real GUIDs in the lock file.
@@ -316,7 +341,7 @@ def discover(model: Path = MODEL_ARG,
         _print_error(f"{model}: discover reads InfiniBand fabrics (ibnetdiscover); {fabric.name} is {fabric.technology}")
         raise typer.Exit(2)
     try:
-        text, source = _topology_text(fabric, topology)
+        text, source = _topology_text(fabric, topology, target, inventory, ssh_config)
         report = compare(fabric, parse_ibnetdiscover(text, source))
     except TopologyError as exc:
         raise _input_error(exc, 2) from None
@@ -330,9 +355,10 @@ def discover(model: Path = MODEL_ARG,
     raise typer.Exit(0 if report.clean else 1)
 
 
-def _topology_text(fabric: Fabric, topology: Path | None) -> tuple[str, str]:
-    """The ibnetdiscover text to compare: a saved file (read bounded), else the simulated fabric."""
-    from loom.push.daemon import Daemons
+def _topology_text(fabric: Fabric, topology: Path | None, target: str, inventory: Path | None,
+                   ssh_config: Path | None) -> tuple[str, str]:
+    """The ibnetdiscover text to compare: a saved file (read bounded), else run on the target."""
+    from loom.push.errors import TargetError
     from loom.push.sim import SimError
 
     if topology is not None:
@@ -342,9 +368,10 @@ def _topology_text(fabric: Fabric, topology: Path | None) -> tuple[str, str]:
             return read_topology_file(topology), str(topology)
         except InputError as exc:
             raise _input_error(exc, 2) from None
+    t = _target(fabric, target, inventory, ssh_config)
     try:
-        return Daemons.of(fabric.name).client(["ibnetdiscover"]).stdout, "the simulated fabric"
-    except SimError as exc:
+        return t.run(["ibnetdiscover"]), f"ibnetdiscover on {t.where()}"
+    except (SimError, TargetError) as exc:
         raise _input_error(exc, 2) from None
 
 
@@ -954,28 +981,6 @@ def sim_link_up(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) 
     _link_event(model, a, b, up=True)
 
 
-TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
-                          "hosts of the inventory's `subnet_managers` group (docs/targets.md)")
-INVENTORY_OPT = typer.Option(None, "--inventory", help="with --target ssh: inventory directory (default inventory/<fabric>)")
-SSH_CONFIG_OPT = typer.Option(None, "--ssh-config", help="with --target ssh: an ssh_config file (default: the user's)")
-
-
-def _target(fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path | None):
-    """The push target a command names (`loom.push.target`); exits with a message on a bad one."""
-    from loom.push.errors import PlanError
-    from loom.push.target import SimTarget
-
-    if kind == "sim":
-        return SimTarget.of(fabric.name)
-    if kind != "ssh":
-        _fail(f"unknown target {kind!r}: use --target sim or --target ssh")
-    from loom.push.ssh import SshTarget
-
-    try:
-        return SshTarget.from_inventory(fabric, inventory or Path("inventory") / fabric.name,
-                                        str(ssh_config.resolve()) if ssh_config else None)
-    except PlanError as exc:
-        _fail(exc)
 
 
 @app.command()
