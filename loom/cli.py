@@ -218,7 +218,8 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
 @app.command()
 def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
-          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, min=0, max=10_000, help="random bisections for eBB"),
+          engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB (default: "
+                                                 "loom.checks.EBB_SAMPLES, the count loom diff uses too)"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
                                            "file of the model's subnet) instead of routing the model"),
           design_bound: bool = typer.Option(False, "--design-bound", help="also fail when any switch is above the "
@@ -229,7 +230,7 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
     as-built balance bound (with --design-bound: the intact design's bound); 1 otherwise.
     With --lfts, the same checks run on tables from elsewhere: OpenSM's own dump, the live
     fabric's `dump_fts`, a hand-edited file."""
-    from loom.checks import check_tables
+    from loom.checks import EBB_SAMPLES, check_tables
     from loom.qos import plan_qos
 
     if lfts is None:
@@ -243,6 +244,7 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
             tables = [read_lft_dump(lfts, subnet(fabric, 0), f"file {lfts.name}")]
         except InputError as exc:
             raise _input_error(exc) from None
+    ebb_samples = EBB_SAMPLES if ebb_samples is None else ebb_samples
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
     bound_key = "design_within_bound" if design_bound else "within_bound"

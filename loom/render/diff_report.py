@@ -3,8 +3,23 @@
 from __future__ import annotations
 
 
+import re
+
+SHOWN = 30  # rows of a long table before "… N more"
+
+
 def _mark(v) -> str:
-    return {True: "✅", False: "❌", None: "—"}[v]
+    """A verdict; None only where the check does not exist for the model (QoS without traffic classes)."""
+    return {True: "✅", False: "❌", None: "n/a"}[v]
+
+
+def natural(name: str) -> tuple:
+    """Sort key that puts z0-leaf2 before z0-leaf10."""
+    return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name))
+
+
+def _more(rows: list, shown: int = SHOWN) -> list[str]:
+    return [f"… {len(rows) - shown} more"] if len(rows) > shown else []
 
 
 def _list(items: list[str], limit: int = 20) -> list[str]:
@@ -52,13 +67,14 @@ def markdown(d: dict) -> str:
         if items:
             out += [f"<details><summary>{title} destinations ({len(items)})</summary>", "", *_list(items), "", "</details>", ""]
     if r["per_switch"]:
-        top = sorted(r["per_switch"].items(), key=lambda kv: (-kv[1], kv[0]))
+        top = sorted(r["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))
         out += ["<details><summary>Entries changed per switch</summary>", "", "| switch | entries |", "|---|---|",
-                *[f"| {s} | {n} |" for s, n in top[:30]], "", "</details>", ""]
+                *[f"| {s} | {n} |" for s, n in top[:SHOWN]], *_more(top), "", "</details>", ""]
     if r["ports_above_bound"]:
+        above = sorted(r["ports_above_bound"], key=lambda p: (natural(p["switch"]), p["port"]))
         out += ["<details><summary>Up-ports above the bound</summary>", "",
-                *[f"- {p['switch']} port {p['port']}: {p['destinations']} > {p['bound']}" for p in r["ports_above_bound"][:30]],
-                "", "</details>", ""]
+                *[f"- {p['switch']} port {p['port']}: {p['destinations']} > {p['bound']}" for p in above[:SHOWN]],
+                *_more(above), "", "</details>", ""]
     out += ["### Cabling and physical churn", "", f"- cables added {len(c['added'])}, removed {len(c['removed'])}, "
             f"re-pulled {len(c['moved'])}"]
     head, details = _churn_lines(d["churn"])
@@ -84,9 +100,11 @@ def summary(d: dict) -> str:
                  f"added {len(r['destinations_added'])}, removed {len(r['destinations_removed'])}")
     for name in r["destinations_moved"][:10]:
         lines.append(f"    moved: {name}")
+    lines += [f"    {x}" for x in _more(r["destinations_moved"], 10)]
     lines.append(f"  cables                 added {len(c['added'])}, removed {len(c['removed'])}, moved {len(c['moved'])}")
     for m in c["moved"][:10]:
         lines.append(f"    moved: {m}")
+    lines += [f"    {x}" for x in _more(c["moved"], 10)]
     head, details = _churn_lines(d["churn"])
     lines += [f"  churn                  {head}", *[f"    {x}" for x in details]]
     for x in d["host_settings_changed"]:
