@@ -273,8 +273,8 @@ def whatif(model: Path = MODEL_ARG,
     deadlock freedom per VL, each switch at its as-built bound), the entries it changes against a
     full recompute, and the up-link bandwidth each leaf keeps.
 
-    Exit 0 when every reroute passes every check and moves only destinations that used a failed
-    cable; 1 otherwise; 2 on a failure name the fabric does not have."""
+    Exit 0 when every reroute passes every check (churn is reported: where a switch needs one more
+    move to reach its bound, balance wins); 1 otherwise; 2 on a failure name the fabric does not have."""
     import numpy as np
 
     from loom.checks.whatif import trials_summary, what_if
@@ -528,11 +528,14 @@ def lock_cmd(model: Path = MODEL_ARG,
 
 @app.command()
 def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for the generated references")) -> None:
-    """Write the references generated from the code: docs/model.md, docs/cabling.md."""
+    """Write the references generated from the code: docs/model.md, docs/cabling.md, docs/cli.md
+    and the model's JSON Schema docs/model.schema.json (editors validate YAML against it)."""
     from loom.render.cabling import columns_doc
-    from loom.render.model_doc import model_reference
+    from loom.render.cli_doc import cli_reference
+    from loom.render.model_doc import model_reference, model_schema
 
-    for name, text in (("model.md", model_reference()), ("cabling.md", columns_doc())):
+    for name, text in (("model.md", model_reference()), ("cabling.md", columns_doc()),
+                       ("cli.md", cli_reference(typer.main.get_command(app))), ("model.schema.json", model_schema())):
         _write(out_dir / name, text)
         out.print(f"wrote {out_dir / name}", highlight=False, markup=False)
 
