@@ -1056,11 +1056,11 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
         _fail(exc)
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
-    _print_plan(p)
+    _print_plan(p, out_file or d.dir / "last-plan.json")
     raise typer.Exit(2 if has_changes(p) else 0)
 
 
-def _print_plan(p: dict) -> None:
+def _print_plan(p: dict, saved: Path) -> None:
     from loom.push.plan import has_changes
 
     c, q = p["changes"], p["qos"]
@@ -1083,7 +1083,9 @@ def _print_plan(p: dict) -> None:
     out.print(f"Plan for {p['fabric']}: [bold]{c['entries_changed']}[/bold] LFT entries on "
               f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move")
     t = Table("switch", "entries changed")
-    for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], kv[0]))[:15]:
+    from loom.model.names import natural
+
+    for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))[:15]:
         t.add_row(name, str(n))
     if len(c["per_switch"]) > 15:
         t.add_row(f"... {len(c['per_switch']) - 15} more", "")
@@ -1094,7 +1096,7 @@ def _print_plan(p: dict) -> None:
     b0, b1 = p["balance_before"], p["balance_after"]
     out.print(f"balance (max destinations per leaf up-port / bound): before {b0['max_dest_per_up_port']}/{b0['lower_bound']}, "
               f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}; storage before {b0['storage']}, after {b1['storage']}")
-    out.print(f"saved; apply with: loom apply {p['state_dir']}/last-plan.json")
+    out.print(f"saved in {saved}; apply with: loom apply {saved}", highlight=False, markup=False)
 
 
 @app.command()

@@ -112,7 +112,8 @@ def test_every_check_loom_check_runs_is_a_verdict_in_diff():
 
 
 def test_long_lists_say_how_many_more_and_sort_naturally():
-    from loom.render.diff_report import _more, natural
+    from loom.model.names import natural
+    from loom.render.diff_report import _more
 
     assert sorted(["z0-leaf10", "z0-leaf2", "z0-leaf1"], key=natural) == ["z0-leaf1", "z0-leaf2", "z0-leaf10"]
     assert _more(list(range(45))) == ["… 15 more"] and _more(list(range(30))) == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-import re
+from loom.model.names import natural
 
 SHOWN = 30  # rows of a long table before "… N more"
 
@@ -11,11 +11,6 @@ SHOWN = 30  # rows of a long table before "… N more"
 def _mark(v) -> str:
     """A verdict; None only where the check does not exist for the model (QoS without traffic classes)."""
     return {True: "✅", False: "❌", None: "n/a"}[v]
-
-
-def natural(name: str) -> tuple:
-    """Sort key that puts z0-leaf2 before z0-leaf10."""
-    return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name))
 
 
 def _more(rows: list, shown: int = SHOWN) -> list[str]:
@@ -91,7 +86,8 @@ def summary(d: dict) -> str:
     b, h, r, c = d["base"], d["head"], d["routing"], d["cables"]
     lines = [f"loom diff {h['fabric']}: {b['label']} -> {h['label']}"]
     for k in b["verdicts"]:
-        lines.append(f"  {k:<22} base {str(b['verdicts'][k]):<5} head {h['verdicts'][k]}")
+        word = {True: "yes", False: "NO", None: "n/a"}
+        lines.append(f"  {k:<22} base {word[b['verdicts'][k]]:<5} head {word[h['verdicts'][k]]}")
     if b["balance"] and h["balance"]:
         lines.append(f"  balance                max/bound base {b['balance']['max_dest_per_up_port']}/{b['balance']['lower_bound']}"
                      f"  head {h['balance']['max_dest_per_up_port']}/{h['balance']['lower_bound']}")
