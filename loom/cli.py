@@ -39,9 +39,24 @@ def _main(show_version: bool = typer.Option(False, "--version", callback=_versio
     """Loom: declarative AI-cluster fabrics."""
 
 MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
+FORMAT_OPT = typer.Option("text", "--format", help="text or json")
+JSON_OPT = typer.Option(False, "--json", help="same as --format json")
+
+
+def _json_wanted(fmt: str, as_json: bool) -> bool:
+    """One grammar: `--format text|json` everywhere, `--json` kept as its alias; anything else
+    is a usage error (exit 2)."""
+    if fmt not in ("text", "json"):
+        _print_error(f"--format must be text or json, not {fmt}")
+        raise typer.Exit(2)
+    return as_json or fmt == "json"
 
 
 def _fabric(path: Path) -> Fabric:
+    """The expanded model; a missing file is a usage error (exit 2), an invalid model a finding (exit 1)."""
+    if not path.exists() and not path.is_symlink():
+        _print_error(f"{path}: no such file; give the path of a model file, e.g. topology/tiny.yaml")
+        raise typer.Exit(2)
     try:
         return load_fabric(path)
     except ModelError as exc:
@@ -98,10 +113,12 @@ def validate(model: Path = MODEL_ARG) -> None:
 
 
 @app.command()
-def show(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
-    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage."""
+def show(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
+    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage.
+    Exit 0; 1 for an invalid model; 2 for a usage error or a missing file."""
     from loom.render.summary import summarize
 
+    as_json = _json_wanted(fmt, as_json)
     s = summarize(_fabric(model))
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
@@ -134,7 +151,9 @@ def show(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", 
 
 @app.command("expand")
 def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--out", help="JSON file to write")) -> None:
-    """Write the port-level fabric as canonical JSON (same model ⇒ same bytes)."""
+    """Write the port-level fabric as canonical JSON (same model ⇒ same bytes).
+
+    Exit 0 written; 1 invalid model or unwritable file; 2 usage error."""
     from loom.render.fabric_json import fabric_json
 
     _write(out_file, fabric_json(_fabric(model)))
@@ -142,8 +161,12 @@ def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--ou
 
 
 def _route(model: Path, engine: str):
-    from loom.routing import RoutingError, route
+    from loom.routing import RoutingError, get_engine, route
 
+    try:
+        get_engine(engine)
+    except RoutingError as exc:
+        raise _input_error(exc, 2) from None
     fabric = _fabric(model)
     try:
         return fabric, route(fabric, engine)
@@ -183,7 +206,9 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
               engine: str = ENGINE_OPT) -> None:
     """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid, DIR/topology.net (the
     fabric as it stands, in the ibnetdiscover/ibsim format), DIR/qos-policy.conf (OpenSM -Y, when
-    cross-zone traffic needs its own VLs) and DIR/summary.json."""
+    cross-zone traffic needs its own VLs) and DIR/summary.json.
+
+    Exit 0 written; 1 invalid model or no engine routes it; 2 usage error."""
     import hashlib
 
     from loom.qos import plan_qos
@@ -217,7 +242,7 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
 
 @app.command()
-def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
+def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT,
           engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB (default: "
                                                  "loom.checks.EBB_SAMPLES, the count loom diff uses too)"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
@@ -232,6 +257,8 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
     fabric's `dump_fts`, a hand-edited file."""
     from loom.checks import EBB_SAMPLES, check_tables
     from loom.qos import plan_qos
+
+    as_json = _json_wanted(fmt, as_json)
 
     if lfts is None:
         fabric, tables = _route(model, engine)
@@ -268,7 +295,7 @@ def whatif(model: Path = MODEL_ARG,
            seed: int = typer.Option(0, "--seed", help="random seed for --random"),
            vs_opensm: list[str] = typer.Option([], "--vs-opensm", help="also measure OpenSM's recompute with this "
                                                "engine (ftree, updn, minhop) on the same failure in the simulator"),
-           engine: str = ENGINE_OPT, as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+           engine: str = ENGINE_OPT, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
     """What a failure does: the minimal-churn reroute of the design tables, checked (reachability,
     deadlock freedom per VL, each switch at its as-built bound), the entries it changes against a
     full recompute, and the up-link bandwidth each leaf keeps.
@@ -282,6 +309,7 @@ def whatif(model: Path = MODEL_ARG,
     from loom.qos import plan_qos
     from loom.render.whatif_report import print_outcomes, print_trials
 
+    as_json = _json_wanted(fmt, as_json)
     if bool(fail) == bool(random):
         _print_error("give either --fail NAME (repeatable) or --random K")
         raise typer.Exit(2)
@@ -485,7 +513,9 @@ def lock_cmd(model: Path = MODEL_ARG,
                                            "ignoring the lock (devices may move, LIDs may be renumbered)")) -> None:
     """Write or update MODEL's lock file (`<model>.lock` next to it): every device's rack and RU,
     every NIC port's switch port, every GUID and LID.  Existing things keep their place; new
-    ones take free places; removed ones free theirs."""
+    ones take free places; removed ones free theirs.
+
+    Exit 0 written or (with --check) current; 1 stale or invalid; 2 usage error."""
     from loom.expand import lock_path, read_lock
     from loom.expand.lockfile import differences, digest, lock_of, lock_text
 
@@ -529,7 +559,9 @@ def lock_cmd(model: Path = MODEL_ARG,
 @app.command()
 def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for the generated references")) -> None:
     """Write the references generated from the code: docs/model.md, docs/cabling.md, docs/cli.md
-    and the model's JSON Schema docs/model.schema.json (editors validate YAML against it)."""
+    and the model's JSON Schema docs/model.schema.json (editors validate YAML against it).
+
+    Exit 0; 1 when a file cannot be written."""
     from loom.render.cabling import columns_doc
     from loom.render.cli_doc import cli_reference
     from loom.render.model_doc import model_reference, model_schema
@@ -668,7 +700,9 @@ def cabling(
     base: str | None = typer.Option(None, "--base", help="diff: git revision of NEW to use as OLD"),
 ) -> None:
     """Cabling sheets: `loom cabling MODEL --format csv|labels|xlsx|html --out PATH`;
-    change sheets: `loom cabling diff OLD NEW` (or `diff MODEL --base REV`)."""
+    change sheets: `loom cabling diff OLD NEW` (or `diff MODEL --base REV`).
+
+    Exit 0 written; 1 invalid model or a run no medium reaches; 2 usage error."""
     import tempfile
 
     if args[0] == "diff":
@@ -742,7 +776,9 @@ def cabling(
 def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
             only: str = typer.Option("*", "--only", help="glob on device names (the 32,768-GPU fabric is big)")) -> None:
     """Ethernet planes: per switch frr.conf (+ zebra/staticd/bgpd.conf) and SONiC config_db.json,
-    per host systemd-networkd files and an iproute2 script with per-NIC source routing."""
+    per host systemd-networkd files and an iproute2 script with per-NIC source routing.
+
+    Exit 0 written; 1 invalid model or not an Ethernet fabric; 2 usage error."""
     from fnmatch import fnmatch
 
     from loom.render.roce import all_switch_links, destinations, host_config, switch_config
@@ -773,7 +809,9 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
 @app.command("inventory")
 def inventory_cmd(model: Path = MODEL_ARG, out_dir: Path | None = typer.Option(None, "--out",
                   help="directory (default: inventory/<fabric>)")) -> None:
-    """Write the Ansible inventory: hosts by role, zone, plane, rack; derived host settings."""
+    """Write the Ansible inventory: hosts by role, zone, plane, rack; derived host settings.
+
+    Exit 0 written; 1 invalid model or unwritable directory; 2 usage error."""
     from loom.render.inventory import inventory
 
     fabric = _fabric(model)
@@ -792,7 +830,9 @@ app.add_typer(host_app, name="host")
 def host_check(model: Path = MODEL_ARG, host: str = typer.Option(..., "--host", help="node name"),
                facts: Path = typer.Option(..., "--facts", help="directory with nvidia-smi-topo.txt, lspci-vvv.txt, numactl-H.txt"),
                as_json: bool = typer.Option(False, "--json")) -> None:
-    """Compare a host's gathered facts with its node type's intent; exit 1 if anything differs."""
+    """Compare a host's gathered facts with its node type's intent.
+
+    Exit 0 as intended; 1 anything differs (or the model is invalid); 2 usage error or unreadable facts."""
     from loom.host.check import FactsError, check_host, read_facts
 
     fabric = _fabric(model)
@@ -849,7 +889,9 @@ def _fail(exc: Exception | str) -> None:
 @sim_app.command("up")
 def sim_up(model: Path = MODEL_ARG) -> None:
     """Start ibsim with the fabric and OpenSM on its SM node; wait for SUBNET UP (idempotent).
-    Holds the fabric lock; resolves an interrupted apply first and loads only checked tables."""
+    Holds the fabric lock; resolves an interrupted apply first and loads only checked tables.
+
+    Exit 0 up; 1 it did not come up (the message names the log)."""
     from loom.push import audit
     from loom.push.apply import recover, take_lock
     from loom.push.checked import check_input_file
@@ -894,7 +936,9 @@ def sim_up(model: Path = MODEL_ARG) -> None:
 @sim_app.command("down")
 def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force",
              help="stop even while an apply (or another lifecycle command) holds the fabric lock")) -> None:
-    """Stop OpenSM and ibsim of the fabric.  Refuses while an apply runs unless --force."""
+    """Stop OpenSM and ibsim of the fabric.  Refuses while an apply runs unless --force.
+
+    Exit 0 stopped (or nothing ran); 1 refused (an apply holds the lock)."""
     from loom.push import audit
     from loom.push.apply import recover, take_lock
     from loom.push.daemon import Daemons
@@ -920,22 +964,25 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
 
 
 @sim_app.command("status")
-def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json")) -> None:
+def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
     """Show whether the fabric's ibsim and OpenSM run and the subnet is up. Exit 0 if up."""
     from loom.push.daemon import Daemons
     from loom.push.journal import Journal
     from loom.push.links import links_down
     from loom.push.lock import is_free
 
+    as_json = _json_wanted(fmt, as_json)
     d = Daemons.of(_fabric(model).name)
     s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
          "links_down": links_down(d.dir)}
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
     else:
-        out.print(f"ibsim: {'running' if s['ibsim']['running'] else 'down'} (pid {s['ibsim']['pid']})  "
-                  f"OpenSM: {'running' if s['opensm']['running'] else 'down'} (pid {s['opensm']['pid']})  "
-                  f"subnet up: {s['subnet_up']}  sweeps: {s['sweeps']}  engine: {s['routing_engine']}  "
+        def daemon(name: str) -> str:
+            return f"running (pid {s[name]['pid']})" if s[name]["running"] else "down"
+
+        out.print(f"ibsim: {daemon('ibsim')}  OpenSM: {daemon('opensm')}  "
+                  f"subnet up: {'yes' if s['subnet_up'] else 'no'}  sweeps: {s['sweeps']}  engine: {s['routing_engine']}  "
                   f"lock: {'free' if s['lock_free'] else 'held'}"
                   + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
                   + ("  [yellow]an interrupted apply awaits recovery (any loom command resolves it)[/yellow]"
@@ -976,13 +1023,17 @@ def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
 
 @link_app.command("down")
 def sim_link_down(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
-    """Pull a cable (ibsim `Unlink`): OpenSM sees the port go down on its next sweep."""
+    """Pull a cable (ibsim `Unlink`): OpenSM sees the port go down on its next sweep.
+
+    Exit 0 done (or already down); 1 the simulated fabric is not running; 2 a name the model does not have."""
     _link_event(model, a, b, up=False)
 
 
 @link_app.command("up")
 def sim_link_up(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
-    """Put a pulled cable back (ibsim `ReLink`)."""
+    """Put a pulled cable back (ibsim `ReLink`).
+
+    Exit 0 done (or already up); 1 the simulated fabric is not running; 2 a name the model does not have."""
     _link_event(model, a, b, up=True)
 
 
@@ -1000,7 +1051,9 @@ def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | N
     """Follow the fabric beside OpenSM: when cables or switches go down, apply the minimal-churn
     reroute (checked, through the same lock, journal and read-back as apply); when they are
     back and stable, return to the design tables.  Every event goes to the screen and to
-    watch.log in the fabric's state directory, with the time from detection to verified tables."""
+    watch.log in the fabric's state directory, with the time from detection to verified tables.
+
+    Exit 0 when stopped (--for, Ctrl-C, SIGTERM); 1 when the target cannot be reached."""
     import signal
     import time
 
@@ -1106,7 +1159,9 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
           keep_live: bool = typer.Option(False, "--keep-live", help="refuse to overwrite changes made outside loom "
                                          "(by default the model wins over hand edits)")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
-    stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM."""
+    stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM.
+
+    Exit 0 applied and verified (or nothing to change); 1 refused or failed (the previous tables are restored); 128+N after signal N."""
     from loom.push.apply import apply_plan
     from loom.push.daemon import state_dir
     from loom.push.errors import Interrupted, PlanError, TargetError

@@ -46,3 +46,10 @@ def test_the_schema_catches_a_misspelt_key():
     data["zones"][0]["leafs"] = 4
     with pytest.raises(jsonschema.ValidationError, match="leafs"):
         jsonschema.Draft202012Validator(schema).validate(data)
+
+
+def test_every_command_says_its_exit_codes():
+    from loom.render.cli_doc import _walk
+
+    silent = [path for path, cmd in _walk(typer.main.get_command(app), "loom") if "Exit 0" not in (cmd.help or "")]
+    assert not silent, f"commands whose --help does not list exit codes: {silent}"

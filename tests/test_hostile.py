@@ -115,8 +115,9 @@ def test_special_files_refused_without_blocking(tmp_path, special):
     refused(path, "a directory" if special == "dir" else "not a regular file")
 
 
-def test_missing_file():
-    refused(Path("/nonexistent/model.yaml"), "cannot read the model file")
+def test_missing_file_is_a_usage_error():
+    r = runner.invoke(app, ["validate", "/nonexistent/model.yaml"])
+    assert r.exit_code == 2 and "/nonexistent/model.yaml: no such file" in r.output, r.output
 
 
 @pytest.mark.parametrize("text,value", [("011", 11), ("0o11", 9), ("0x10", 16), ("yes", "yes"), ("no", "no"), ("on", "on"),

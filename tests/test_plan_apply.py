@@ -38,7 +38,7 @@ def test_up_plan_apply_plan_down(tiny_up, tmp_path):
     code, out = loom("sim", "up", TINY)
     assert code == 0 and "already up" in out  # idempotent
     code, out = loom("sim", "status", TINY)
-    assert code == 0 and "subnet up: True" in out
+    assert code == 0 and "subnet up: yes" in out
     code, out = loom("plan", TINY, "--out", str(tmp_path / "plan.json"))
     assert code == 2, out  # OpenSM's minhop differs from loom's routing
     plan = read_plan(tmp_path / "plan.json")
