@@ -44,6 +44,10 @@ run: setup
 	$(BIN)/loom plan $(MODEL) --out $(OUT)/plan.json; rc=$$?; [ $$rc -le 2 ] && [ $$rc -ne 1 ]
 	$(BIN)/loom apply $(OUT)/plan.json
 	$(BIN)/loom plan $(MODEL)
+	@echo; echo "make run: done — $(MODEL) validated, checked, routed and applied (verified by reading back)."; \
+	 echo "  outputs: $(OUT)/ (lfts.dump, guid2lid, topology.net, summary.json, plan.json)"; \
+	 echo "  the simulated fabric is still up: make plan | make apply | make sim-status use it, make sim-down stops it"
+	@$(BIN)/loom sim status $(MODEL)
 
 inventory: setup
 	$(BIN)/loom inventory $(MODEL)
