@@ -110,6 +110,10 @@ def show(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", 
     out.print("ports by switch role: " + ", ".join(f"{k} {v['used']}/{v['total']} used" for k, v in s["ports"].items()))
     for g, d in s["dual_homed"].items():
         out.print(f"dual-homed {g}: {d['nodes']} nodes, one port in each of {', '.join(d['zones'])}")
+    for name, b in s.get("bigraph", {}).items():
+        out.print(f"BiGraph {name}: {b['switches']} switches ({b['per_part']} upper, {b['per_part']} lower), "
+                  f"{b['links']} links (N²/4 = {b['links_n2_over_4']}), diameter {b['diameter_hops']} hops, "
+                  f"{b['hosts_per_switch']} sub-nodes per switch (M <= N/2), {b['sub_nodes']} in all")
     cap = s["capacity"]
     out.print(f"capacity: {cap['node_facing_ports']} node-facing ports, {cap['used_by_nodes']} nodes, "
               f"{cap['used_by_inter_zone']} inter-zone, {cap['free']} free; {s['racks']} racks")
@@ -135,7 +139,7 @@ def _route(model: Path, engine: str):
         raise typer.Exit(1) from None
 
 
-ENGINE_OPT = typer.Option("fattree", "--engine", help="routing engine")
+ENGINE_OPT = typer.Option("auto", "--engine", help="routing engine: fattree, bigraph, or auto (by the zones' kind)")
 
 
 @app.command("route")
@@ -247,6 +251,9 @@ def _print_check(name: str, p: dict) -> None:
     if p.get("cross_zone_vls"):
         out.print("    cross-zone: inter-zone links leave a zone from several leaves, so traffic to lower-numbered zones "
                   "rides a second VL per class (its SL = class SL + classes; one VL could not stay loop-free)")
+    if p.get("part_vls"):
+        out.print("    BiGraph: traffic from the upper part rides VL set 0, from the lower part VL set 1 (EFLOPS's priority "
+                  f"per direction); on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} of credit loops")
     if p["qos"]:
         q = p["qos"]
         out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(
@@ -547,7 +554,7 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
 
     from loom.render.roce import all_switch_links, destinations, host_config, switch_config
 
-    fabric, tables = _route(model, "fattree")
+    fabric, tables = _route(model, "auto")
     if fabric.technology != "ethernet":
         err.print(f"[red]error:[/red] {escape(str(model))} is {fabric.technology}: switch configs are for Ethernet planes "
                   "(InfiniBand gets `loom route`)", highlight=False)

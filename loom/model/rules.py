@@ -283,13 +283,33 @@ def direction_split(model: Model) -> bool:
     return model.technology == "infiniband" and any(len(v) > 1 for v in border_leaves(model).values())
 
 
+def domains(model: Model) -> list[tuple[str, str | None]]:
+    """The units VL sets are assigned between: a fat-tree zone is one, a BiGraph zone two
+    (zone, "upper") and (zone, "lower"), since a BiGraph's VL set follows the part a packet
+    starts in."""
+    return [d for z in model.zones for d in ([(z.name, "upper"), (z.name, "lower")] if isinstance(z, BiGraph) else [(z.name, None)])]
+
+
 def zone_layers(model: Model) -> list[list[int]] | None:
-    """[source zone][destination zone] → 0 (within a zone, or to a higher-numbered zone: the
-    class's own VL) or 1 (to a lower-numbered zone: the class's second VL); None without the split."""
-    if not direction_split(model):
+    """[source domain][destination domain] (`domains`; one per fat-tree zone) → VL set 0 or 1;
+    None when one VL set suffices.
+    - cross-zone direction split: 0 within a zone or to a higher-numbered zone (the class's own
+      VL), 1 to a lower-numbered zone (the class's second VL);
+    - BiGraph (EFLOPS's separate priority per direction): 0 from the upper part, 1 from the
+      lower part.  Upper→upper paths turn in the lower part and lower→lower paths in the upper
+      part; on one VL the two close credit loops, on their own VL sets neither can."""
+    split = direction_split(model)
+    if not split and not any(isinstance(z, BiGraph) for z in model.zones):
         return None
-    n = len(model.zones)
-    return [[int(a > b) for b in range(n)] for a in range(n)]
+    doms = domains(model)
+    zi = {z.name: i for i, z in enumerate(model.zones)}
+
+    def layer(a: tuple[str, str | None], b: tuple[str, str | None]) -> int:
+        if a[1] is not None:
+            return int(a[1] == "lower")
+        return int(split and zi[a[0]] > zi[b[0]])
+
+    return [[layer(a, b) for b in doms] for a in doms]
 
 
 def monotone_zone_paths(model: Model) -> list[tuple[str, str]]:

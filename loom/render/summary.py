@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import networkx as nx
 import numpy as np
 
 from loom.expand import CABLE_KINDS, SWITCH, Fabric
@@ -94,4 +95,23 @@ def summarize(f: Fabric) -> dict:
     out["capacity"] = {"node_facing_ports": node_facing, "used_by_nodes": host_ports,
                        "used_by_inter_zone": inter, "free": node_facing - host_ports - inter}
     out["racks"] = len(f.racks)
+    big = {z.name: _bigraph_facts(f, z) for z in f.model.zones if z.kind == "bigraph"}
+    if big:
+        out["bigraph"] = big
     return out
+
+
+def _bigraph_facts(f: Fabric, z) -> dict:
+    """The seed's facts of one BiGraph zone, counted on the expanded fabric (not restated from
+    the model): N²/4 links between the parts, and a switch-to-switch diameter of 2 hops."""
+    c = f.cables
+    kind = CABLE_KINDS.index("bigraph")
+    mine = np.array([s.zone == z.name for s in f.switches])
+    on = (c.kind == kind) & mine[np.where(c.a_kind == SWITCH, c.a_dev, 0)]
+    g = nx.Graph()
+    g.add_nodes_from(np.flatnonzero(mine).tolist())
+    g.add_edges_from(zip(c.a_dev[on].tolist(), c.b_dev[on].tolist()))
+    hosts = sum(1 for p in f.ports if p.zone == z.name)
+    return {"switches": z.switches, "per_part": z.switches // 2, "hosts_per_switch": z.hosts_per_switch,
+            "links": int(on.sum()), "links_n2_over_4": z.switches ** 2 // 4,
+            "diameter_hops": nx.diameter(g) if nx.is_connected(g) else None, "sub_nodes": hosts}
