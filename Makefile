@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 FABRIC ?= fire-flyer-2
 MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
-APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap slurmctld slurm-client
 
 .PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
 # headless Chromium (the cabling-sheet test renders the HTML in it), FRR for the live RoCE plane,
-# debootstrap for molecule's chroot instances.
+# debootstrap for molecule's chroot instances, slurmctld + slurm-client to load `loom slurm`'s topology.conf.
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

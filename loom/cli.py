@@ -839,5 +839,10 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
     raise typer.Exit(0 if res.ok else 1)
 
 
+# commands that live in their own modules
+from loom.cli_slurm import slurm_cmd  # noqa: E402
+
+app.command("slurm")(slurm_cmd)
+
 if __name__ == "__main__":
     app()

@@ -510,7 +510,21 @@ def addressing(model: Model) -> Iterator[Finding]:
                       f"{per_plane} of {a.p2p_pool}", "use a larger pool")
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, leaf_counts, speeds, inter_zone, cross_zone_vls, zone_ports, node_names, pins, missing_links, qos, addressing)
+def slurm(model: Model) -> Iterator[Finding]:
+    """`slurm:`: a role is scheduled one way only; block sizes follow Slurm's rule (each a power
+    of two times the one before: `loom.checks.slurm.check_block_sizes`, the one reading of it)."""
+    from loom.checks.slurm import check_block_sizes
+
+    both = sorted(set(model.slurm.roles) & set(model.slurm.own_switch))
+    if both:
+        yield Finding(("slurm", "own_switch"), f"role(s) {', '.join(both)} are in both slurm.roles and slurm.own_switch",
+                      "list each role in one of them")
+    if model.slurm.block_sizes:
+        for p in check_block_sizes(model.slurm.block_sizes):
+            yield Finding(("slurm", "block_sizes"), p, "give the base block size first, then 2×, 4×, ... of it, e.g. [16, 32, 64]")
+
+
+RULES = (unique_names, references, technology, switch_ports, homing, leaf_counts, speeds, inter_zone, cross_zone_vls, zone_ports, node_names, pins, missing_links, qos, addressing, slurm)
 
 
 def check_rules(model: Model) -> list[Finding]:
