@@ -114,6 +114,11 @@ def show(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", 
         out.print(f"BiGraph {name}: {b['switches']} switches ({b['per_part']} upper, {b['per_part']} lower), "
                   f"{b['links']} links (N²/4 = {b['links_n2_over_4']}), diameter {b['diameter_hops']} hops, "
                   f"{b['hosts_per_switch']} sub-nodes per switch (M <= N/2), {b['sub_nodes']} in all")
+    e = s["per_endpoint"]
+    out.print(f"per endpoint: {e['endpoints']:,} endpoints (NIC ports), {e['gpus']:,} GPUs, {e['switches']:,} switches "
+              f"({e['switches_per_1k_endpoints']} per 1,000 endpoints, {e['gpus_per_switch']} GPUs each), {e['switch_links']:,} "
+              f"switch links ({e['switch_links_per_endpoint']} per endpoint), {e['switch_ports']:,} switch ports "
+              f"({e['switch_ports_per_endpoint']} per endpoint)")
     cap = s["capacity"]
     out.print(f"capacity: {cap['node_facing_ports']} node-facing ports, {cap['used_by_nodes']} nodes, "
               f"{cap['used_by_inter_zone']} inter-zone, {cap['free']} free; {s['racks']} racks")
@@ -207,18 +212,35 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
             tables = [read_lft_dump(lfts, subnet(fabric, 0), f"file {lfts.name}")]
         except InputError as exc:
             raise _input_error(exc) from None
+    from loom.checks.planes import check_planes, check_rails
+
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
+    cabling = {"isolation": check_planes(fabric), "rails": check_rails(fabric)}
     bound_key = "design_within_bound" if design_bound else "within_bound"
     ok = all(p["reachable"] and p["deadlock_free"] and p["balance"][bound_key] and (p["qos"] is None or p["qos"]["ok"])
-             for p in planes)
-    report = {"fabric": fabric.name, "ok": ok, **planes[0]} if len(planes) == 1 else {"fabric": fabric.name, "ok": ok, "planes": planes}
+             for p in planes) and all(c is None or c["ok"] for c in cabling.values())
+    report = {"fabric": fabric.name, "ok": ok, **cabling}
+    report.update(planes[0] if len(planes) == 1 else {"planes": planes})
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, default=_np_default) + "\n")
     else:
+        _print_cabling(fabric.name, **cabling)
         for p in planes:
             _print_check(fabric.name, p)
     raise typer.Exit(0 if ok else 1)
+
+
+def _print_cabling(name: str, isolation: dict, rails: dict | None) -> None:
+    verdict = "[green]yes[/green]" if isolation["ok"] else "[red]NO[/red]"
+    out.print(f"[bold]{name}[/bold] cabling: planes isolated {verdict}  {isolation['planes']} plane(s), "
+              f"{isolation['inter_switch_cables']} switch links and {isolation['nic_ports']} NIC ports each in their "
+              "own plane, a NIC's ports on different switches")
+    if rails is not None:
+        out.print(f"  rails correct:  {'[green]yes[/green]' if rails['ok'] else '[red]NO[/red]'}  NIC i of each of "
+                  f"{rails['nodes']} nodes on rail i of one group ({rails['rail_leaves']} rail leaves)")
+    for p in isolation["problems"] + (rails["problems"] if rails else []):
+        out.print(f"    [red]{escape(p)}[/red]", highlight=False)
 
 
 def _np_default(o):

@@ -194,9 +194,26 @@ def homing(model: Model) -> Iterator[Finding]:
             yield Finding(("node_groups", i, "node_type"),
                           f"node type {g.node_type} has {nt.nic_ports} NIC ports, which cannot be spread evenly over {model.planes.count} planes",
                           f"give each node a multiple of {model.planes.count} NIC ports, or change planes.count")
+        if nt and g.placement == "rail":
+            yield from _rail_groups(model, i, g, nt)
         if nt and g.placement == "contiguous" and any(n.ports > 1 for n in nt.nics):
             yield Finding(("node_groups", i, "placement"), "a dual-port NIC's two ports must land on two different leaves; contiguous placement puts them on one",
                           "use placement: spread")
+
+
+def _rail_groups(model: Model, i: int, g: NodeGroup, nt) -> Iterator[Finding]:
+    """placement: rail needs the zone's leaves to split into groups of R rails (R = a node's
+    ports in one plane and zone) and no other placement override."""
+    rails = nt.nic_ports // (model.planes.count if model.planes else 1) // len(g.zones)
+    for zname in g.zones:
+        z = next((z for z in model.zones if z.name == zname), None)
+        if z is not None and (rails < 1 or z.edge_switches % rails):
+            yield Finding(("node_groups", i, "placement"), f"placement: rail puts each of a node's {rails} NIC ports in "
+                          f"zone {zname} on its own rail leaf, but the zone's {z.edge_switches} leaves do not split into "
+                          f"groups of {rails}", f"use a multiple of {rails} leaves, or placement: spread")
+    if g.leaf_counts is not None:
+        yield Finding(("node_groups", i, "leaf_counts"), "leaf_counts and placement: rail both say where nodes go",
+                      "drop one of them")
 
 
 def leaf_counts(model: Model) -> Iterator[Finding]:

@@ -221,8 +221,10 @@ class NodeGroup(Strict):
         "single", description="dual: NIC port i goes to zones[i mod 2] (one HCA in each zone); multi: k zones, "
         "NIC port i to zones[i mod k] (k ports in k zones)"
     )
-    placement: Literal["spread", "contiguous"] = Field(
-        "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next"
+    placement: Literal["spread", "contiguous", "rail"] = Field(
+        "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next; rail "
+        "(rail-optimised): with R NIC ports per node in a plane, the leaves form rail groups of R and NIC port i "
+        "of every node goes to leaf i of its group (the first group with room on all R rails)"
     )
     name_pattern: str = Field("{group}{index:04d}", max_length=64, description="node name; fields {group} {index} {zone}")
     nvlink_domain: int | None = Field(None, ge=1, le=1024, description="nodes per NVLink domain: the group's nodes, "
