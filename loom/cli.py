@@ -162,7 +162,7 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
     fabric, tables = _route(model, engine)
     qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
-    summary = {"fabric": fabric.name, "model": str(model), "engine": engine, "planes": []}
+    summary = {"fabric": fabric.name, "model": str(model), "engine": tables[0].engine, "planes": []}
     for t in tables:
         d = out_dir if fabric.planes == 1 else out_dir / f"plane{t.subnet.plane}"
         dump = lfts_dump(t)
@@ -181,7 +181,7 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
             "lfts_sha256": hashlib.sha256(dump.encode()).hexdigest(),
         })
     _write(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    out.print(f"routed {fabric.name} with {engine}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
+    out.print(f"routed {fabric.name} with {summary['engine']}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
               f"on {sum(p['switches'] for p in summary['planes'])} switches → {out_dir}", highlight=False, markup=False)
 
 
