@@ -862,8 +862,10 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
 
 
 # commands that live in their own modules
+from loom.cli_ranks import ranks_cmd  # noqa: E402
 from loom.cli_slurm import slurm_cmd  # noqa: E402
 
+app.command("ranks")(ranks_cmd)
 app.command("slurm")(slurm_cmd)
 
 if __name__ == "__main__":
