@@ -312,7 +312,7 @@ class Slurm(Strict):
     roles: list[NodeRole] = Field(["compute"], max_length=4, description="node roles Slurm schedules under their leaves")
     own_switch: list[NodeRole] = Field(default_factory=list, max_length=4, description="roles listed under a switch of "
                                        "their own (`<fabric>-<role>`) instead of their leaves; roles in neither list are left out")
-    block_sizes: list[int] | None = Field(None, min_length=1, max_length=16, description="topology/block sizes in nodes: the "
+    block_sizes: list[Annotated[int, Field(ge=1, le=1_000_000)]] | None = Field(None, min_length=1, max_length=16, description="topology/block sizes in nodes: the "
                                           "base block size first, each next a power-of-two multiple of the one before; "
                                           "default: the smallest block's size and its doublings up to the block count")
 
