@@ -36,13 +36,10 @@ from .subnet import TO_SWITCH, Subnet
 PARTS = ("upper", "lower")
 
 
-def turn_slot(sn: Subnet, lid: int) -> int:
+def turn_slot(sn: Subnet, lid: int, hosts_per_switch: int) -> int:
     """Slot of a destination on its switch: a CA's down-port index (0-based), a switch's own
     LID after the last host port."""
-    if sn.lid_switch[lid] >= 0:
-        z = next(z for z in sn.fabric.model.zones if z.name == sn.switch(int(sn.lid_switch[lid])).zone)
-        return z.hosts_per_switch
-    return int(sn.ca_switch_port[lid]) - 1
+    return hosts_per_switch if sn.lid_switch[lid] >= 0 else int(sn.ca_switch_port[lid]) - 1
 
 
 @register
@@ -63,8 +60,10 @@ class BiGraphEngine:
         part = np.array([PARTS.index(sn.switch(i).role) for i in range(sn.n)])
         pos = np.array([sn.switch(i).position for i in range(sn.n)])
         zone = np.array([sn.switch(i).zone for i in range(sn.n)])
+        hosts = {z.name: z.hosts_per_switch for z in model.zones}
         port_to = {(s, int(peer[s, p])): p for s in range(sn.n) for p in np.flatnonzero(peer[s] >= 0).tolist()}
-        other = {s: [t for t in range(sn.n) if zone[t] == zone[s] and part[t] != part[s]] for s in range(sn.n)}
+        other = {s: sorted((t for t in range(sn.n) if zone[t] == zone[s] and part[t] != part[s]), key=lambda t: pos[t])
+                 for s in range(sn.n)}  # the switches of the other part, by position
         lids = [l for l in range(1, sn.max_lid + 1) if sn.lid_switch[l] >= 0 or sn.lid_port[l] >= 0]
         for lid in lids:
             t = int(sn.lid_switch[lid]) if sn.lid_switch[lid] >= 0 else int(sn.ca_switch[lid])
@@ -74,7 +73,7 @@ class BiGraphEngine:
             turns = other[t]
             if not turns:
                 continue
-            x = sorted(turns, key=lambda i: pos[i])[(pos[t] + turn_slot(sn, lid)) % len(turns)]
+            x = turns[(pos[t] + turn_slot(sn, lid, hosts[zone[t]])) % len(turns)]
             for s in range(sn.n):
                 if s == t or zone[s] != zone[t]:
                     continue
