@@ -139,3 +139,9 @@ def test_nvlink_domains_become_blocks(tmp_path):
     assert len([b for b in blocks if b.startswith("compute-z0-nvl")]) == 30
     assert blocks["compute-z0-nvl0"] == tuple(f"z0-c{i:03d}" for i in range(20))
     assert t.block_sizes[0] == 15 and check_topology_yaml(topology_yaml(t)) == []
+
+
+def test_no_schedulable_node_is_refused_cleanly(tmp_path):
+    m = variant(tmp_path, "subnet_manager: z0-m00", "subnet_manager: z0-m00\nslurm: {roles: [other]}")
+    r = runner.invoke(app, ["slurm", str(m), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 1 and "no node has a role Slurm schedules" in r.output and "Traceback" not in r.output

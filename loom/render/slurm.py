@@ -73,6 +73,9 @@ def slurm_topology(f: Fabric) -> SlurmTopology:
             own[node.role].append(node.name)
         else:
             left_out.append(node.name)
+    if not under and not own:
+        raise SlurmError(f"no node has a role Slurm schedules (slurm.roles: {', '.join(spec.roles)}; slurm.own_switch: "
+                         f"{', '.join(spec.own_switch) or 'none'}); fix: list the nodes' roles in slurm.roles")
     sw = f.switches
     order = sorted(under, key=lambda k: [(sw[i].zone, sw[i].pod or 0, sw[i].edge or 0) for i in k])
     names = {k: sw[k[0]].name if len(k) == 1 else f"{sw[k[0]].name}-x{len(k)}" for k in order}
