@@ -45,6 +45,8 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
         _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids)
     # level by level, since a lower level's choices decide what reaches the next one
     for lay, direction in ((0, "up"), (0, "across"), (1, "up"), (2, "down"), (1, "down")):
+        if direction == "across" and not ud.bigraph.any():
+            continue  # only BiGraph switches have ports across (and `carried` is the costly part)
         used = carried(sn, lft, lids)
         full = np.zeros(lft.shape, bool)
         full[:, lids] = used
