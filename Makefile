@@ -8,21 +8,23 @@ BIN := $(VENV)/bin
 FABRIC ?= fire-flyer-2
 MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
-APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap slurmctld slurm-client
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap openssh-server slurmctld slurm-client
 
-.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-failures validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
 setup: $(VENV)/.installed apt-deps
 
-$(VENV)/.installed: pyproject.toml
+# pyproject.toml says which versions loom works with; requirements.lock pins the exact set it is tested with
+$(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,ansible]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[test,ansible]'
 	touch $@
 
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
 # headless Chromium (the cabling-sheet test renders the HTML in it), FRR for the live RoCE plane,
-# debootstrap for molecule's chroot instances, slurmctld + slurm-client to load `loom slurm`'s topology.conf.
+# debootstrap for molecule's chroot instances, openssh-server for the SSH target's tests (sshd on 127.0.0.1),
+# slurmctld + slurm-client to load `loom slurm`'s topology.conf.
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -70,13 +72,17 @@ test: setup
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"
 
-bench: bench-expand bench-routing bench-roce
+bench: bench-expand bench-routing bench-roce bench-failures
 
 bench-expand: setup
 	$(BIN)/python bench/expand.py
 
 bench-roce: setup
 	$(BIN)/python bench/roce.py
+
+# Loom's watcher vs OpenSM ftree/updn on a cable and a spine going down on the two-zone fabric
+bench-failures: setup
+	$(BIN)/python bench/failures.py
 
 bench-routing: setup
 	$(BIN)/python bench/routing.py

@@ -17,9 +17,26 @@ from rich.table import Table
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
+app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"loom {version('loom')}", highlight=False)
+        except PackageNotFoundError:
+            out.print("loom (not installed: run from a checkout without `pip install`)", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                            help="print loom's version and exit")) -> None:
+    """Loom: declarative AI-cluster fabrics."""
 
 MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
 
@@ -146,6 +163,29 @@ def _route(model: Path, engine: str):
 
 ENGINE_OPT = typer.Option("auto", "--engine", help="routing engine: fattree, bigraph, or auto (by the zones' kind)")
 
+TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
+                          "hosts of the inventory's `subnet_managers` group (docs/targets.md)")
+INVENTORY_OPT = typer.Option(None, "--inventory", help="with --target ssh: inventory directory (default inventory/<fabric>)")
+SSH_CONFIG_OPT = typer.Option(None, "--ssh-config", help="with --target ssh: an ssh_config file (default: the user's)")
+
+
+def _target(fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path | None):
+    """The push target a command names (`loom.push.target`); exits with a message on a bad one."""
+    from loom.push.errors import PlanError
+    from loom.push.target import SimTarget
+
+    if kind == "sim":
+        return SimTarget.of(fabric.name)
+    if kind != "ssh":
+        _fail(f"unknown target {kind!r}: use --target sim or --target ssh")
+    from loom.push.ssh import SshTarget
+
+    try:
+        return SshTarget.from_inventory(fabric, inventory or Path("inventory") / fabric.name,
+                                        str(ssh_config.resolve()) if ssh_config else None)
+    except PlanError as exc:
+        _fail(exc)
+
 
 @app.command("route")
 def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
@@ -187,7 +227,8 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
 @app.command()
 def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
-          engine: str = ENGINE_OPT, ebb_samples: int = typer.Option(200, min=0, max=10_000, help="random bisections for eBB"),
+          engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB (default: "
+                                                 "loom.checks.EBB_SAMPLES, the count loom diff uses too)"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
                                            "file of the model's subnet) instead of routing the model"),
           design_bound: bool = typer.Option(False, "--design-bound", help="also fail when any switch is above the "
@@ -198,7 +239,8 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
     as-built balance bound (with --design-bound: the intact design's bound); 1 otherwise.
     With --lfts, the same checks run on tables from elsewhere: OpenSM's own dump, the live
     fabric's `dump_fts`, a hand-edited file."""
-    from loom.checks import check_tables
+    from loom.checks import EBB_SAMPLES, check_tables
+    from loom.checks.planes import check_planes, check_rails
     from loom.qos import plan_qos
 
     if lfts is None:
@@ -212,8 +254,7 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
             tables = [read_lft_dump(lfts, subnet(fabric, 0), f"file {lfts.name}")]
         except InputError as exc:
             raise _input_error(exc) from None
-    from loom.checks.planes import check_planes, check_rails
-
+    ebb_samples = EBB_SAMPLES if ebb_samples is None else ebb_samples
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
     cabling = {"isolation": check_planes(fabric), "rails": check_rails(fabric)}
@@ -241,6 +282,161 @@ def _print_cabling(name: str, isolation: dict, rails: dict | None) -> None:
                   f"{rails['nodes']} nodes on rail i of one group ({rails['rail_leaves']} rail leaves)")
     for p in isolation["problems"] + (rails["problems"] if rails else []):
         out.print(f"    [red]{escape(p)}[/red]", highlight=False)
+
+
+@app.command()
+def whatif(model: Path = MODEL_ARG,
+           fail: list[str] = typer.Option([], "--fail", help="a cable (SWITCH/PORT, as the cabling sheet's cable ID) or a "
+                                          "switch (NAME) that goes down; repeat for several"),
+           random: int = typer.Option(0, "--random", min=0, help="instead of --fail: K random switch-to-switch cables down"),
+           trials: int = typer.Option(20, "--trials", min=1, max=10_000, help="random draws with --random"),
+           seed: int = typer.Option(0, "--seed", help="random seed for --random"),
+           vs_opensm: list[str] = typer.Option([], "--vs-opensm", help="also measure OpenSM's recompute with this "
+                                               "engine (ftree, updn, minhop) on the same failure in the simulator"),
+           engine: str = ENGINE_OPT, as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+    """What a failure does: the minimal-churn reroute of the design tables, checked (reachability,
+    deadlock freedom per VL, each switch at its as-built bound), the entries it changes against a
+    full recompute, and the up-link bandwidth each leaf keeps.
+
+    Exit 0 when every reroute passes every check (churn is reported: where a switch needs one more
+    move to reach its bound, balance wins); 1 otherwise; 2 on a failure name the fabric does not have."""
+    import numpy as np
+
+    from loom.checks.whatif import trials_summary, what_if
+    from loom.expand.failures import FailureSpecError, parse_failures, random_failures
+    from loom.qos import plan_qos
+    from loom.render.whatif_report import print_outcomes, print_trials
+
+    if bool(fail) == bool(random):
+        _print_error("give either --fail NAME (repeatable) or --random K")
+        raise typer.Exit(2)
+    fabric, design = _route(model, engine)
+    qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
+    try:
+        if fail:
+            failure = parse_failures(fabric, fail)
+            outcome = what_if(fabric, failure, design, engine, qos=qos)
+            ok = all(o.ok for o in outcome)
+            report = {"fabric": fabric.name, "failures": fail, "ok": ok, "planes": [o.as_dict() for o in outcome]}
+            if vs_opensm:
+                report["opensm"] = _opensm_recompute(fabric, failure, design, vs_opensm)
+        else:
+            rng = np.random.default_rng(seed)
+            runs = [what_if(fabric, random_failures(fabric, random, rng), design, engine, qos=qos)
+                    for _ in range(trials)]
+            summary = trials_summary(runs)
+            ok = summary["failed_trials"] == 0
+            report = {"fabric": fabric.name, "random": random, "seed": seed, "ok": ok, **summary}
+    except FailureSpecError as exc:
+        raise _input_error(exc, 2) from None
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif fail:
+        print_outcomes(out, fabric.name, fail, outcome, report.get("opensm", {}))
+    else:
+        print_trials(out, fabric.name, random, report)
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+def discover(model: Path = MODEL_ARG,
+             topology: Path | None = typer.Option(None, "--topology", help="a saved `ibnetdiscover` output to compare "
+                                                  "instead of reading the simulated fabric"),
+             fmt: str = typer.Option("text", "--format", help="text | json | csv (the change sheet)"),
+             as_json: bool = typer.Option(False, "--json", help="same as --format json"),
+             out_file: Path | None = typer.Option(None, "--out", help="write the report to this file too"),
+             record: bool = typer.Option(False, "--record", help="write the GUIDs found into the model's lock file"),
+             target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT,
+             ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
+    """Compare the fabric as built with the model: missing, extra, miswired and swapped cables,
+    wrong speeds, unknown devices — in rack/RU/port terms.  Devices are identified by GUID,
+    name, or their place in the cabling; --record keeps their real GUIDs in the lock file.
+
+    Exit 0 when the fabric is cabled as the model says, 1 when it differs, 2 on a usage or
+    environment error (no fabric to read, unreadable file)."""
+    from loom.checks.cabling import compare
+    from loom.expand.live import TopologyError, parse_ibnetdiscover
+    from loom.render.discover_report import as_csv, as_text
+    from loom.render.discover_report import as_json as report_json
+
+    fmt = "json" if as_json else fmt
+    if fmt not in ("text", "json", "csv"):
+        _print_error(f"--format {fmt}: use text, json or csv")
+        raise typer.Exit(2)
+    fabric = _fabric(model)
+    if fabric.technology != "infiniband":
+        _print_error(f"{model}: discover reads InfiniBand fabrics (ibnetdiscover); {fabric.name} is {fabric.technology}")
+        raise typer.Exit(2)
+    try:
+        text, source = _topology_text(fabric, topology, target, inventory, ssh_config)
+        report = compare(fabric, parse_ibnetdiscover(text, source))
+    except TopologyError as exc:
+        raise _input_error(exc, 2) from None
+    shown = {"text": lambda: as_text(fabric.name, report), "json": lambda: report_json(fabric.name, report),
+             "csv": lambda: as_csv(report)}[fmt]()
+    sys.stdout.write(shown)
+    if out_file:
+        _write(out_file, shown)
+    if record:
+        _record_guids(model, fabric, report)
+    raise typer.Exit(0 if report.clean else 1)
+
+
+def _topology_text(fabric: Fabric, topology: Path | None, target: str, inventory: Path | None,
+                   ssh_config: Path | None) -> tuple[str, str]:
+    """The ibnetdiscover text to compare: a saved file (read bounded), else run on the target."""
+    from loom.push.errors import TargetError
+    from loom.push.sim import SimError
+
+    if topology is not None:
+        from loom.inputs import InputError, read_topology_file
+
+        try:
+            return read_topology_file(topology), str(topology)
+        except InputError as exc:
+            raise _input_error(exc, 2) from None
+    t = _target(fabric, target, inventory, ssh_config)
+    try:
+        return t.run(["ibnetdiscover"]), f"ibnetdiscover on {t.where()}"
+    except (SimError, TargetError) as exc:
+        raise _input_error(exc, 2) from None
+
+
+def _record_guids(model: Path, fabric: Fabric, report) -> None:
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import lock_text, with_found_guids
+
+    path = lock_path(model)
+    try:
+        lock = read_lock(path)
+    except ModelError as exc:
+        _print_model_error(model, exc)
+        raise typer.Exit(2) from None
+    if lock is None:
+        _print_error(f"{path} does not exist; write it first with `loom lock {model}`")
+        raise typer.Exit(2)
+    ca_of = {(fabric.nodes[p.node].name, p.nic): p.ca for p in fabric.ports}
+    new, changed = with_found_guids(lock, report.guids, ca_of)
+    if changed:
+        _write(path, lock_text(new))
+    err.print(f"recorded {changed} GUID(s) found on the fabric in {path}" if changed else f"{path}: every GUID found is already recorded",
+              highlight=False, markup=False)
+
+
+def _opensm_recompute(fabric: Fabric, failure, design, engines: list[str]) -> dict:
+    """OpenSM's recompute of the same failure in the simulator, per engine (InfiniBand plane 0)."""
+    from loom.expand.failures import without
+    from loom.push.recompute import opensm_recompute
+    from loom.push.sim import SimError, tools_missing
+
+    if fabric.technology != "infiniband" or tools_missing():
+        _print_error(f"--vs-opensm needs an InfiniBand fabric and the simulator ({', '.join(tools_missing()) or 'ok'})")
+        raise typer.Exit(2)
+    try:
+        return {e: _phase(f"opensm -R {e}, intact and failed", opensm_recompute, fabric, without(fabric, failure), design[0], e)
+                for e in engines}
+    except SimError as exc:
+        raise _input_error(exc, 2) from None
 
 
 def _np_default(o):
@@ -360,11 +556,14 @@ def lock_cmd(model: Path = MODEL_ARG,
 
 @app.command()
 def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for the generated references")) -> None:
-    """Write the references generated from the code: docs/model.md, docs/cabling.md."""
+    """Write the references generated from the code: docs/model.md, docs/cabling.md, docs/cli.md
+    and the model's JSON Schema docs/model.schema.json (editors validate YAML against it)."""
     from loom.render.cabling import columns_doc
-    from loom.render.model_doc import model_reference
+    from loom.render.cli_doc import cli_reference
+    from loom.render.model_doc import model_reference, model_schema
 
-    for name, text in (("model.md", model_reference()), ("cabling.md", columns_doc())):
+    for name, text in (("model.md", model_reference()), ("cabling.md", columns_doc()),
+                       ("cli.md", cli_reference(typer.main.get_command(app))), ("model.schema.json", model_schema())):
         _write(out_dir / name, text)
         out.print(f"wrote {out_dir / name}", highlight=False, markup=False)
 
@@ -685,6 +884,7 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     from loom.push.daemon import Daemons
     from loom.push.errors import PlanError
     from loom.push.sim import SimError
+    from loom.push.target import SimTarget
     from loom.qos import plan_qos
     from loom.qos.render import opensm_qos_conf
     from loom.render.opensm import guid2lid
@@ -698,7 +898,7 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     except PlanError as exc:
         _fail(exc)
     try:
-        recover(d, progress=_progress)
+        recover(SimTarget(d), progress=_progress)
         if not d.up_and_running() and d.lfts_file.exists():
             failed = check_input_file(fabric, d.lfts_file.read_text())
             if failed:
@@ -727,12 +927,13 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
     from loom.push.apply import recover, take_lock
     from loom.push.daemon import Daemons
     from loom.push.errors import PlanError
+    from loom.push.target import SimTarget
 
     d = Daemons.of(_fabric(model).name)
     lock = None
     try:
         lock = take_lock(d, "sim down", _progress)
-        recover(d, progress=_progress)
+        recover(SimTarget(d), progress=_progress)
     except PlanError as exc:
         if not force:
             _fail(f"{exc} (or `loom sim down --force`)")
@@ -751,10 +952,12 @@ def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--j
     """Show whether the fabric's ibsim and OpenSM run and the subnet is up. Exit 0 if up."""
     from loom.push.daemon import Daemons
     from loom.push.journal import Journal
+    from loom.push.links import links_down
     from loom.push.lock import is_free
 
     d = Daemons.of(_fabric(model).name)
-    s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None}
+    s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
+         "links_down": links_down(d.dir)}
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
     else:
@@ -762,41 +965,137 @@ def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--j
                   f"OpenSM: {'running' if s['opensm']['running'] else 'down'} (pid {s['opensm']['pid']})  "
                   f"subnet up: {s['subnet_up']}  sweeps: {s['sweeps']}  engine: {s['routing_engine']}  "
                   f"lock: {'free' if s['lock_free'] else 'held'}"
+                  + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
                   + ("  [yellow]an interrupted apply awaits recovery (any loom command resolves it)[/yellow]"
                      if s["interrupted_apply"] else ""), highlight=False)
     raise typer.Exit(0 if s["subnet_up"] else 1)
 
 
+link_app = typer.Typer(no_args_is_help=True, help="Link events in the simulated fabric: pull a cable, put it back.")
+sim_app.add_typer(link_app, name="link")
+END_A = typer.Argument(..., help="a device and port, `z0-leaf3:21` (or `z0-leaf3/21`); a device alone: all its cables")
+END_B = typer.Argument(None, help="the far end (optional; picks among parallel cables, or checks A's far end)")
+
+
+def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
+    from loom.expand.failures import FailureSpecError, parse_link
+    from loom.push import audit
+    from loom.push.daemon import Daemons
+    from loom.push.links import set_links
+    from loom.push.sim import SimError
+
+    fabric = _fabric(model)
+    try:
+        cables = parse_link(fabric, a, b)
+    except FailureSpecError as exc:
+        raise _input_error(exc, 2) from None
+    d = Daemons.of(fabric.name)
+    if d.fabric_down():
+        _fail(f"the simulated fabric of {fabric.name} is not running; `loom sim up {model}` starts it")
+    try:
+        changed = set_links(d.dir, fabric, cables, up)
+    except SimError as exc:
+        _fail(exc)
+    word = "up" if up else "down"
+    if changed:
+        audit.record(d.dir, f"sim link {word}", cables=changed)
+    out.print(f"link {word}: {', '.join(changed)}" if changed else f"already {word}: nothing to do", highlight=False)
+
+
+@link_app.command("down")
+def sim_link_down(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
+    """Pull a cable (ibsim `Unlink`): OpenSM sees the port go down on its next sweep."""
+    _link_event(model, a, b, up=False)
+
+
+@link_app.command("up")
+def sim_link_up(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
+    """Put a pulled cable back (ibsim `ReLink`)."""
+    _link_event(model, a, b, up=True)
+
+
+
+
 @app.command()
-def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too")) -> None:
-    """Route, check, read the live tables and show what apply would change.
+def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT,
+          ssh_config: Path | None = SSH_CONFIG_OPT,
+          interval: float = typer.Option(5.0, "--interval", min=0.2, help="discover at least this often (seconds); "
+                                         "OpenSM's sweeps trigger a discovery at once"),
+          hold_down: float = typer.Option(10.0, "--hold-down", min=0, help="a cable that comes back counts as down "
+                                          "until it has stayed up this long (seconds)"),
+          duration: float | None = typer.Option(None, "--for", min=0, help="stop after this many seconds (default: "
+                                                "until Ctrl-C / SIGTERM)")) -> None:
+    """Follow the fabric beside OpenSM: when cables or switches go down, apply the minimal-churn
+    reroute (checked, through the same lock, journal and read-back as apply); when they are
+    back and stable, return to the design tables.  Every event goes to the screen and to
+    watch.log in the fabric's state directory, with the time from detection to verified tables."""
+    import signal
+    import time
+
+    from loom.push.errors import PlanError, TargetError
+    from loom.push.watch import Watcher
+
+    fabric = _fabric(model)
+    t = _target(fabric, target, inventory, ssh_config)
+    stop = [False]
+    end = time.monotonic() + duration if duration is not None else None
+
+    def halt(signum, _frame) -> None:
+        stop[0] = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, halt)
+    w = Watcher(model, fabric, t, hold_down=hold_down, log=_print_event)
+    _progress(f"watching {fabric.name} ({t.kind}): discovery at least every {interval:g}s and on every OpenSM sweep, "
+              f"hold-down {hold_down:g}s; log in {t.dir / 'watch.log'}")
+    try:
+        w.run(interval, until=lambda: stop[0] or (end is not None and time.monotonic() >= end))
+    except (PlanError, TargetError) as exc:
+        _fail(exc)
+    _progress("watcher stopped" + (f"; the fabric is routed around {', '.join(sorted(map(fabric.cable_id, w.down)))}"
+                                   if w.down else ""))
+
+
+def _print_event(e) -> None:
+    took = ", ".join(f"{k} {v:.2f}s" for k, v in e.seconds.items() if k != "total")
+    what = {"down": "down", "up": "back"}.get(e.kind, e.kind)
+    out.print(f"{e.detected} {what}: {', '.join(e.changed)} → {e.message} ({e.seconds.get('total', 0):.2f}s from "
+              f"detection: {took})", highlight=False, markup=False)
+
+
+@app.command()
+def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too"),
+         target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
+    """Route, check, read the live tables (and the standbys' files) and show what apply would change.
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
     from loom.push.apply import settle
-    from loom.push.daemon import Daemons
-    from loom.push.errors import PlanError
+    from loom.push.errors import PlanError, TargetError
     from loom.push.plan import has_changes, make_plan
-    from loom.push.sim import SimError
 
     fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
-    d = Daemons.of(fabric.name)
+    d = _target(fabric, target, inventory, ssh_config)
     try:
+        if d.kind != "sim":  # the marker `apply` looks for (the simulation's is its fabric.net)
+            _write(d.dir / "target.json", json.dumps(d.spec(), indent=1) + "\n")
         settle(d, _progress)
         p = _phase("read live + route + check + diff", make_plan, model, fabric, d)
-    except (PlanError, SimError) as exc:
+    except (PlanError, TargetError) as exc:
         _fail(exc)
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
-    _print_plan(p)
+    _print_plan(p, out_file or d.dir / "last-plan.json")
     raise typer.Exit(2 if has_changes(p) else 0)
 
 
-def _print_plan(p: dict) -> None:
+def _print_plan(p: dict, saved: Path) -> None:
     from loom.push.plan import has_changes
 
     c, q = p["changes"], p["qos"]
     if p["drift"]:
-        out.print(f"[yellow]drift:[/yellow] {p['drift']}")
+        out.print(f"[yellow]drift:[/yellow] {p['drift']}", highlight=False)
+    for line in p.get("standbys_differing", []):
+        out.print(f"standby: {line} (apply writes the master's files to every standby)", highlight=False)
     if not has_changes(p):
         out.print(f"[green]No changes.[/green] The live tables of {p['fabric']} match the model"
                   + (" (routing and QoS)." if q["intent"] else "."))
@@ -812,7 +1111,9 @@ def _print_plan(p: dict) -> None:
     out.print(f"Plan for {p['fabric']}: [bold]{c['entries_changed']}[/bold] LFT entries on "
               f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move")
     t = Table("switch", "entries changed")
-    for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], kv[0]))[:15]:
+    from loom.model.names import natural
+
+    for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))[:15]:
         t.add_row(name, str(n))
     if len(c["per_switch"]) > 15:
         t.add_row(f"... {len(c['per_switch']) - 15} more", "")
@@ -823,31 +1124,32 @@ def _print_plan(p: dict) -> None:
     b0, b1 = p["balance_before"], p["balance_after"]
     out.print(f"balance (max destinations per leaf up-port / bound): before {b0['max_dest_per_up_port']}/{b0['lower_bound']}, "
               f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}; storage before {b0['storage']}, after {b1['storage']}")
-    out.print(f"saved; apply with: loom apply {p['state_dir']}/last-plan.json")
+    out.print(f"saved in {saved}; apply with: loom apply {saved}", highlight=False, markup=False)
 
 
 @app.command()
 def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),
           model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply"),
+          target: str = typer.Option("sim", "--target", help="with --model: the target whose last plan to apply (sim, ssh)"),
           keep_live: bool = typer.Option(False, "--keep-live", help="refuse to overwrite changes made outside loom "
                                          "(by default the model wins over hand edits)")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
     stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM."""
     from loom.push.apply import apply_plan
-    from loom.push.daemon import Daemons
-    from loom.push.errors import Interrupted, PlanError
+    from loom.push.daemon import state_dir
+    from loom.push.errors import Interrupted, PlanError, TargetError
     from loom.push.plan import read_plan
-    from loom.push.sim import SimError
+    from loom.push.ssh import state_dir as ssh_state_dir
 
     if plan_file is None:
         if model is None:
             err.print("[red]error:[/red] give a plan file, or --model MODEL to apply its last plan")
             raise typer.Exit(1)
-        plan_file = Daemons.of(_fabric(model).name).dir / "last-plan.json"
+        plan_file = (ssh_state_dir if target == "ssh" else state_dir)(_fabric(model).name) / "last-plan.json"
     try:
         p = read_plan(plan_file)
         res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
-    except (PlanError, SimError) as exc:
+    except (PlanError, TargetError) as exc:
         _fail(exc)
     except Interrupted as exc:
         err.print(f"[red]apply interrupted by signal {exc.signum}:[/red] {exc.outcome}", highlight=False)

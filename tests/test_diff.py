@@ -89,3 +89,31 @@ def test_markdown_and_git_revisions(tmp_path):
     assert "## loom diff: fire-flyer-2 (HEAD → working tree)" in r.output
     assert "destinations moved (their cabling changed): 2" in r.output
     assert "| reachable | ✅ | ✅ |" in r.output
+
+
+def test_every_check_loom_check_runs_is_a_verdict_in_diff():
+    """No placeholder verdicts: QoS is judged (n/a only for a model without traffic classes),
+    Ethernet planes are routed and judged, and eBB is the figure `loom check` prints."""
+    from loom.checks.compare import compare, evaluate
+    from loom.expand import load_fabric
+    from loom.render.diff_report import markdown
+
+    tiny = evaluate("base", load_fabric(TOPO / "tiny.yaml"))
+    assert tiny.verdicts() == {"reachable": True, "deadlock_free": True, "balance_within_bound": True, "qos_isolation": True}
+    res = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--json"])
+    assert json.loads(res.stdout)["ebb"] == tiny.balance()["ebb"]
+    c4 = evaluate("base", load_fabric(TOPO / "c4-dualport.yaml"))
+    assert c4.routed and all(v in (True, False) for k, v in c4.verdicts().items() if k != "qos_isolation")
+    broken = evaluate("head", load_fabric(TOPO / "tiny.yaml"))
+    broken.reports[0]["qos"] = {**broken.reports[0]["qos"], "ok": False}  # a planted QoS failure on head
+    d = compare(tiny, broken)
+    assert "qos_isolation held on base and fails on head" in d["regressions"]
+    assert "| qos isolation | ✅ | ❌ |" in markdown(d)
+
+
+def test_long_lists_say_how_many_more_and_sort_naturally():
+    from loom.model.names import natural
+    from loom.render.diff_report import _more
+
+    assert sorted(["z0-leaf10", "z0-leaf2", "z0-leaf1"], key=natural) == ["z0-leaf1", "z0-leaf2", "z0-leaf10"]
+    assert _more(list(range(45))) == ["… 15 more"] and _more(list(range(30))) == []

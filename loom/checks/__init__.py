@@ -14,7 +14,12 @@ from .qos import check_qos
 from .reachability import check_reachability
 
 
-def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
+#: Random bisections for eBB: `loom check` and `loom diff` use the same count (and seed), so a
+#: model shows one figure wherever it is reported.
+EBB_SAMPLES = 200
+
+
+def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None) -> dict:
     """Every check on one subnet; keys are the JSON contract of `loom check --json`.
 
     With a QoS plan, `deadlock_free` is the per-VL verdict (what the hardware needs) and
@@ -54,4 +59,4 @@ def check_tables(tables: Tables, ebb_samples: int = 200, qos=None) -> dict:
     }
 
 
-__all__ = ["Walk", "check_balance", "check_deadlock", "check_reachability", "check_tables", "effective_bisection_bandwidth"]
+__all__ = ["EBB_SAMPLES", "Walk", "check_balance", "check_deadlock", "check_reachability", "check_tables", "effective_bisection_bandwidth"]

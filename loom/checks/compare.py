@@ -25,10 +25,11 @@ import numpy as np
 
 from loom.expand import Fabric
 from loom.expand.churn import churn
+from loom.qos import plan_qos
 from loom.routing import route
 from loom.routing.base import NO_ROUTE, Tables
 
-from . import check_tables
+from . import EBB_SAMPLES, check_tables
 from .balance import leaf_port_loads
 from .paths import Walk
 
@@ -51,7 +52,8 @@ class Side:
             "reachable": all(r["reachable"] for r in self.reports),
             "deadlock_free": all(r["deadlock_free"] for r in self.reports),
             "balance_within_bound": all(r["balance"]["within_bound"] for r in self.reports),
-            "qos_isolation": None,  # no traffic classes in the model yet
+            # no traffic classes in the model: no QoS check exists (loom check skips it too)
+            "qos_isolation": None if self.reports[0]["qos"] is None else all(r["qos"]["ok"] for r in self.reports),
         }
 
     def balance(self) -> dict | None:
@@ -66,13 +68,14 @@ class Side:
                 "storage": b["per_role"].get("storage", {}).get("max_dest_per_up_port"), "ebb": worst["ebb"]}
 
 
-def evaluate(label: str, fabric: Fabric, ebb_samples: int = 100, hint: Side | None = None) -> Side:
-    """Route and check one revision; with `hint`, keep the other revision's routes where balance
-    allows (what `loom plan` does against the live fabric), so the diff shows what must move."""
-    if fabric.technology != "infiniband":
-        return Side(label, fabric, [], [])
+def evaluate(label: str, fabric: Fabric, ebb_samples: int = EBB_SAMPLES, hint: Side | None = None) -> Side:
+    """Route and check one revision exactly as `loom check` does (same checks, QoS included,
+    same eBB samples and seed, so one model shows one figure); with `hint`, keep the other
+    revision's routes where balance allows (what `loom plan` does against the live fabric), so
+    the diff shows what must move."""
     tables = route(fabric, hint=hint.tables if hint and hint.routed else None)
-    return Side(label, fabric, tables, [check_tables(t, ebb_samples) for t in tables])
+    qos = plan_qos(fabric.model)
+    return Side(label, fabric, tables, [check_tables(t, ebb_samples, qos) for t in tables])
 
 
 def forwarding(t: Tables) -> dict[tuple[str, str], int]:

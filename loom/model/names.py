@@ -92,3 +92,9 @@ def inside(root: Path, *parts: str) -> Path:
     if path != base and base not in path.parents:
         raise PathEscape(f"{'/'.join(parts)!r} would be written outside {root}")
     return path
+
+
+def natural(name: str) -> tuple:
+    """Sort key for names with numbers in them: z0-leaf2 before z0-leaf10 (reports list switches
+    in the order a technician walks them, not the order of the characters)."""
+    return tuple(int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name))

@@ -22,21 +22,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from loom.expand import load_fabric
-from loom.routing import subnet
+from loom.render.opensm import lfts_dump, tables_from_dump
+from loom.routing import Tables, subnet
+from loom.routing.updown import UpDown
 
 from . import audit
-from .checked import check_plan, check_state_dir
-from .daemon import Daemons
-from .errors import Interrupted, PlanError
+from .checked import check_plan
+from .errors import Interrupted, PlanError, TargetError
 from .files import write_all_atomic
 from .journal import Journal
 from .lock import FabricLock, LockHeld
 from .packing import digest_live, mismatch, pack, unpack
-from .plan import has_changes
+from .plan import diff_tables, has_changes
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
-from .qos_readback import digest, mismatches, read_qos
-from .sim import SimError
+from .qos_readback import digest, mismatches
+from .target import Target, target_of_plan
 
 
 @dataclass
@@ -51,7 +54,7 @@ def _quiet(_: str) -> None:
     pass
 
 
-def take_lock(d: Daemons, purpose: str, progress: Callable[[str], None] = _quiet, **context) -> FabricLock:
+def take_lock(d: Target, purpose: str, progress: Callable[[str], None] = _quiet, **context) -> FabricLock:
     """The fabric lock, with a dead holder's takeover announced and audited and a refusal audited."""
     try:
         lock = FabricLock(d.dir, purpose).acquire()
@@ -72,20 +75,56 @@ def take_lock(d: Daemons, purpose: str, progress: Callable[[str], None] = _quiet
 
 def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
                progress: Callable[[str], None] = _quiet, keep_live: bool = False) -> ApplyResult:
-    """Apply a plan to the running simulated fabric and verify it by reading back.
+    """Apply a plan to the target it was made for and verify it by reading back.
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
-    d = Daemons(check_state_dir(plan))
+    d = target_of_plan(plan)
     context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
                "plan_sha256": _file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
+    return _under_lock(d, "apply", context, timeout, progress,
+                       lambda: _apply_locked(plan, d, context, timeout, progress, keep_live))
+
+
+def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: float = 180,
+                 progress: Callable[[str], None] = _quiet, **context) -> ApplyResult:
+    """Push tables made for the fabric as it stands (a watcher's reroute after a failure, or its
+    return to the design tables), through the same lock, journal, read-back and restore as a
+    plan.  Only the forwarding tables change — OpenSM's options and pinned LIDs stay — so only
+    they are read back.  The caller has checked `tables` on the fabric they were made for."""
+    context = {"fabric": tables.subnet.fabric.name, **context}
+
+    in_service = [int(tables.subnet.switch(x).guid) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+
+    def work() -> ApplyResult:
+        phases: dict[str, float] = {}
+        d.health()
+        live_text = _timed(phases, "read live", d.read_lfts, len(in_service))
+        want = lfts_dump(tables)
+        live = tables_from_dump(tables.subnet, live_text, "live")
+        diff = diff_tables(live, tables)
+        if not diff["entries_changed"]:
+            return ApplyResult(True, "no changes: the fabric already holds these tables", phases)
+        inputs = d.read_inputs()
+        conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
+        change = Change({"lfts": want}, want, None, tables.subnet, diff["entries_changed"], diff["switches_touched"], conf,
+                        in_service)
+        record = {**context, "model": str(Path(model).resolve()), "desired_lfts": pack(want), "previous_live": pack(live_text)}
+        return _push_verified(d, change, {**inputs, "conf": conf}, record, timeout, progress, phases)
+
+    return _under_lock(d, purpose, context, timeout, progress, work)
+
+
+def _under_lock(d: Target, purpose: str, context: dict, timeout: float, progress, work: Callable[[], ApplyResult]) -> ApplyResult:
+    """Run `work` holding the fabric lock, after settling an interrupted apply, with SIGINT and
+    SIGTERM turned into a restore; every outcome goes to the audit log under `purpose`."""
     t0 = time.perf_counter()
-    lock = take_lock(d, "apply", progress, **context)
+    lock = take_lock(d, purpose, progress, **context)
     result = ApplyResult(False, "not started")
     try:
         recover(d, timeout, progress)
         with _signals_raise():
-            result = _apply_locked(plan, d, context, timeout, progress, keep_live)
+            result = work()
         return result
-    except (PlanError, SimError) as exc:
+    except (PlanError, TargetError) as exc:
         result = ApplyResult(False, f"refused: {exc}")
         raise
     except Interrupted as exc:
@@ -94,7 +133,7 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
         raise
     finally:
         lock.release()
-        audit.record(d.dir, "apply", ok=result.ok, outcome=result.message, entries_changed=result.entries_changed,
+        audit.record(d.dir, purpose, ok=result.ok, outcome=result.message, entries_changed=result.entries_changed,
                      phases=result.phases, seconds=round(time.perf_counter() - t0, 3), **context)
 
 
@@ -140,17 +179,18 @@ def _timed(phases: dict, name: str, fn, *args):
         phases[name] = round(time.perf_counter() - t, 3)
 
 
-def _apply_locked(plan: dict, d: Daemons, context: dict, timeout: float, progress, keep_live: bool) -> ApplyResult:
+def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress, keep_live: bool) -> ApplyResult:
     phases: dict[str, float] = {}
     progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS)")
     checked = _timed(phases, "check plan", check_plan, plan)
     d.health()
     progress("reading live tables")
-    live_text = _timed(phases, "read live", d.dump_fts)
+    live_text = _timed(phases, "read live", d.read_lfts)
     q = plan["qos"]
     # stale: forwarding tables read back, QoS by the options OpenSM programs the ports from (a full
     # QoS read-back costs minutes on a big fabric; plan did one, apply's verify does the next)
-    current_conf = d.conf_file.read_text() if d.conf_file.exists() else UNMANAGED
+    inputs = d.read_inputs()
+    current_conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
     if digest_live(live_text) != plan["live_sha256"] or current_conf != q["previous_conf"]:
         raise PlanError("the live tables changed since this plan was made (stale plan); run `loom plan` again")
     if keep_live and plan["drift"]:
@@ -158,45 +198,73 @@ def _apply_locked(plan: dict, d: Daemons, context: dict, timeout: float, progres
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
     if not has_changes(plan):
         return ApplyResult(True, "no changes: live tables already match the plan", phases)
-    changes = plan["changes"]["entries_changed"]
+    change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
+                    checked.desired_lfts, checked.qos_intent, checked.tables.subnet,
+                    plan["changes"]["entries_changed"], plan["changes"]["switches_touched"],
+                    restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
+    record = {**context, "model": plan["model"], "desired_lfts": plan["desired_lfts"], "previous_live": plan["previous_lfts"]}
+    return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases)
+
+
+@dataclass
+class Change:
+    """What an apply writes to the target's input files and must then read back."""
+
+    files: dict[str, str | None]  # input files by role ("lfts", "conf", "guid2lid")
+    lfts: str  # the tables the fabric must hold afterwards (OpenSM's dump format)
+    qos_intent: dict | None  # QoS the ports must hold afterwards; None: not read back
+    subnet: object  # the subnet the QoS is read over
+    entries: int
+    switches: int
+    restore_conf: str | None  # the options a restore writes back
+    in_service: list[int] | None = None  # GUIDs of the switches that must answer (None: all)
+
+
+def _push_verified(d: Target, change: Change, previous: dict[str, str | None], record: dict, timeout: float,
+                   progress, phases: dict) -> ApplyResult:
+    """Journal the intent (with what undoes it), write, push, read back, verify; on any failure
+    restore the previous inputs and verify them.  The caller holds the fabric lock."""
     journal = Journal(d.dir)
-    previous = {"lfts": _read_or_none(d.lfts_file), "conf": current_conf, "guid2lid": _read_or_none(d.guid2lid_file)}
-    back_conf = restore_conf(plan["fabric"], current_conf, q["desired_conf"])
     try:
-        journal.begin({**context, "model": plan["model"], "pid": audit.who()["pid"], "desired_lfts": plan["desired_lfts"],
+        journal.begin({**record, "pid": audit.who()["pid"], "in_service": change.in_service,
                        "previous_files": {k: pack(v) if v is not None else None for k, v in previous.items()},
-                       "restore_conf": back_conf, "previous_live": plan["previous_lfts"]})
+                       "restore_conf": change.restore_conf})
     except OSError as exc:
         raise _nothing_written(d, exc) from None
+    context = {k: record.get(k) for k in ("fabric", "plan", "plan_sha256", "model_sha256") if k in record}
     try:
-        progress(f"writing {changes} changed entries{' and the QoS options' if q['conf_changes'] else ''}")
+        conf_changes = change.files.get("conf", previous.get("conf")) != previous.get("conf")
+        progress(f"writing {change.entries} changed entries{' and the QoS options' if conf_changes else ''}")
         try:
-            write_all_atomic({d.guid2lid_file: plan["guid2lid"], d.conf_file: q["desired_conf"],
-                              d.lfts_file: checked.desired_lfts})
+            d.write_inputs(change.files)
         except OSError as exc:
             journal.clear()
             raise _nothing_written(d, exc) from None
         journal.mark("written")
-        progress("pushing: OpenSM restarts on the new inputs and programs every switch and port")
+        progress("pushing: " + ("OpenSM restarts on the new inputs and programs every switch and port" if d.kind == "sim"
+                                else "the master's OpenSM reloads its inputs (standbys hold the same files)"))
         engine = _timed(phases, "push", d.push, timeout)
         if engine != "file":
-            raise SimError(f"OpenSM rejected the tables and fell back to {engine}")
+            raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")
         journal.mark("reloaded")
         progress("reading back and verifying")
-        back = _timed(phases, "read back", d.dump_fts)
-        wrong = mismatch(back, checked.desired_lfts)
+        back = _timed(phases, "read back", d.read_lfts, _expect(change.in_service))
+        wrong = mismatch(back, change.lfts, _only(change.in_service))
         if wrong:
-            raise SimError(f"read-back differs from the plan: {wrong}")
+            raise TargetError(f"read-back differs from the plan: {wrong}")
         qos_back = None
-        if checked.qos_intent is not None:
-            qos_back = _timed(phases, "read back QoS", read_qos, d, checked.tables.subnet)
-            bad = mismatches(qos_back, checked.qos_intent)
+        if change.qos_intent is not None:
+            qos_back = _timed(phases, "read back QoS", d.read_qos, change.subnet)
+            bad = mismatches(qos_back, change.qos_intent)
             if bad:
-                raise SimError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
+                raise TargetError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
+        standbys = _timed(phases, "verify standbys", d.standby_drift, {**previous, **change.files})
+        if standbys:
+            raise TargetError(f"a standby does not hold the applied files: {standbys[0]}")
         d.health()  # OpenSM must still run once verified, not only while it was read
         journal.mark("verified", live_sha256=digest_live(back), qos_sha256=digest(qos_back) if qos_back else None)
         _finish(d, journal.load(), journal)
-    except (SimError, OSError, Interrupted) as exc:
+    except (TargetError, OSError, Interrupted) as exc:
         with _signals_ignored():
             progress(f"apply failed ({_reason(exc)}); restoring the previous tables")
             ok, restored = _timed(phases, "restore", _restore, d, journal.load(), timeout)
@@ -205,12 +273,20 @@ def _apply_locked(plan: dict, d: Daemons, context: dict, timeout: float, progres
             raise Interrupted(exc.signum, restored) from None
         return ApplyResult(False, f"apply failed: {_reason(exc)}; {restored}", phases)
     ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
-    return ApplyResult(True, f"applied and verified: {changes} entries on {plan['changes']['switches_touched']} switches{ports}",
-                       phases, changes)
+    return ApplyResult(True, f"applied and verified: {change.entries} entries on {change.switches} switches{ports}",
+                       phases, change.entries)
 
 
-def _nothing_written(d: Daemons, exc: OSError) -> PlanError:
-    return PlanError(f"cannot write the fabric's input files in {d.dir}: {exc.strerror}; nothing was changed — "
+def _expect(in_service: list[int] | None) -> int | None:
+    return None if in_service is None else len(in_service)
+
+
+def _only(in_service: list[int] | None) -> set[int] | None:
+    return None if in_service is None else set(in_service)
+
+
+def _nothing_written(d: Target, exc: OSError) -> PlanError:
+    return PlanError(f"cannot write the fabric's input files in {d.where()}: {exc.strerror}; nothing was changed — "
                      "free space or make the directory writable, then apply again")
 
 
@@ -222,11 +298,7 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def _read_or_none(path: Path) -> str | None:
-    return path.read_text() if path.exists() else None
-
-
-def _finish(d: Daemons, j: dict, journal: Journal) -> None:
+def _finish(d: Target, j: dict, journal: Journal) -> None:
     """Record what is now live as loom's (its digest and the tables, the next plan's routing
     hint), then drop the journal."""
     write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
@@ -235,29 +307,30 @@ def _finish(d: Daemons, j: dict, journal: Journal) -> None:
     journal.clear()
 
 
-def _restore(d: Daemons, j: dict, timeout: float) -> tuple[bool, str]:
+def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
     """Put back the inputs saved in the journal, push them and verify routing and QoS.
     The journal is cleared only once the inputs are back (a failed write keeps it for the next try)."""
     files = {k: unpack(v) if v is not None else None for k, v in j["previous_files"].items()}
     try:
-        write_all_atomic({d.lfts_file: files["lfts"], d.conf_file: j["restore_conf"], d.guid2lid_file: files["guid2lid"]})
-    except OSError as exc:
-        return False, (f"RESTORE FAILED: cannot write {d.osm} ({exc.strerror}); the journal is kept and the next "
-                       "loom command on this fabric retries the restore")
+        d.write_inputs({"lfts": files["lfts"], "conf": j["restore_conf"], "guid2lid": files["guid2lid"]})
+    except (OSError, TargetError) as exc:
+        return False, (f"RESTORE FAILED: cannot write {d.where()} ({getattr(exc, 'strerror', None) or exc}); the journal "
+                       "is kept and the next loom command on this fabric retries the restore")
     journal = Journal(d.dir)
     if d.fabric_down():
         journal.clear()
         return True, "previous input files restored; the fabric is down (`loom sim up` loads them, checked)"
     try:
         engine = d.push(timeout)
-        back = d.dump_fts()
+        back = d.read_lfts(_expect(j.get("in_service")))
         target = files["lfts"] if files["lfts"] is not None else unpack(j["previous_live"])
-        wrong = mismatch(back, target) if engine == "file" or files["lfts"] is None else f"OpenSM fell back to {engine}"
+        wrong = (mismatch(back, target, _only(j.get("in_service"))) if engine == "file" or files["lfts"] is None
+                 else f"OpenSM fell back to {engine}")
         intent = conf_intent(j["restore_conf"])
         if not wrong and intent is not None:
-            bad = mismatches(read_qos(d, subnet(load_fabric(j["model"]), 0)), intent)
+            bad = mismatches(d.read_qos(subnet(load_fabric(j["model"]), 0)), intent)
             wrong = f"QoS differs on {len(bad)} ports, e.g. {bad[0]}" if bad else None
-    except SimError as exc:
+    except TargetError as exc:
         journal.clear()
         return False, f"RESTORE FAILED ({exc}): the previous inputs are in place; run `loom sim up` then `loom plan`"
     journal.clear()
@@ -266,7 +339,7 @@ def _restore(d: Daemons, j: dict, timeout: float) -> tuple[bool, str]:
     return True, "previous tables restored and verified (routing" + (" and QoS)" if intent is not None else ")")
 
 
-def recover(d: Daemons, timeout: float = 180, progress: Callable[[str], None] = _quiet) -> str | None:
+def recover(d: Target, timeout: float = 180, progress: Callable[[str], None] = _quiet) -> str | None:
     """Resolve an apply that died (its journal is still there); the caller holds the fabric lock.
     Also removes temp files and umad2sim trees killed processes left.  Returns what was done."""
     d.clean_leftovers()
@@ -288,7 +361,7 @@ def recover(d: Daemons, timeout: float = 180, progress: Callable[[str], None] = 
     return message
 
 
-def settle(d: Daemons, progress: Callable[[str], None] = _quiet, timeout: float = 180) -> str | None:
+def settle(d: Target, progress: Callable[[str], None] = _quiet, timeout: float = 180) -> str | None:
     """For commands that only read (plan): resolve an interrupted apply first, under the lock."""
     if Journal(d.dir).load() is None:
         return None

@@ -60,15 +60,17 @@ class CheckedPlan:
     qos_intent: dict | None
 
 
-def check_state_dir(plan: dict, where: str = "the plan") -> Path:
-    """The plan's state directory, if it is one `loom sim up` made for the plan's fabric (a
-    directory named after it holding `fabric.net`); apply writes its lock and journal there, so a
-    plan edited to name any other directory is refused before anything is written."""
+def check_state_dir(plan: dict, where: str = "the plan", marker: str = "fabric.net") -> Path:
+    """The plan's state directory, if it is one loom made for the plan's fabric (a directory
+    named after it holding `marker`: `fabric.net` written by `loom sim up`, or the SSH target's
+    `target.json` written by `loom plan`); apply writes its lock and journal there, so a plan
+    edited to name any other directory is refused before anything is written."""
     raw = plan.get("state_dir")
     d = Path(raw).resolve() if isinstance(raw, str) and raw and "\x00" not in raw else None
-    if d is None or d.name != plan.get("fabric") or not d.is_dir() or not (d / "fabric.net").is_file():
-        raise PlanError(f"{where}: its state_dir {raw!r} is not the simulated fabric of {plan.get('fabric')!r} "
-                        "(no fabric.net written by `loom sim up` there); run `loom plan` again")
+    if d is None or d.name != plan.get("fabric") or not d.is_dir() or not (d / marker).is_file():
+        what = "the simulated fabric" if marker == "fabric.net" else "the SSH target's state"
+        raise PlanError(f"{where}: its state_dir {raw!r} is not {what} of {plan.get('fabric')!r} "
+                        f"(no {marker} written by loom there); run `loom plan` again")
     return d
 
 

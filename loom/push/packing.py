@@ -23,7 +23,9 @@ def digest_live(text: str) -> str:
 
 
 def pack(text: str) -> str:
-    return base64.b64encode(gzip.compress(text.encode(), mtime=0)).decode()
+    """gzip level 1: 14× faster than the default 9 on a two-zone fabric's 15 MB of tables (0.19 s
+    against 2.7 s, three packs per apply) for a blob 20 % larger."""
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=1, mtime=0)).decode()
 
 
 def unpack(data: str) -> str:
@@ -31,10 +33,11 @@ def unpack(data: str) -> str:
     return gzip.decompress(base64.b64decode(data)).decode()
 
 
-def mismatch(back_text: str, want_text: str) -> str | None:
-    """How tables read back differ from the wanted ones (None: equal on every switch)."""
+def mismatch(back_text: str, want_text: str, only: set[int] | None = None) -> str | None:
+    """How tables read back differ from the wanted ones (None: equal on every switch, or on the
+    switches whose GUIDs are in `only`)."""
     back, want = parse_lfts_dump(back_text), parse_lfts_dump(want_text)
-    bad = [f"{g:016x}" for g in want if back.get(g) != want[g]]
+    bad = [f"{g:016x}" for g in want if (only is None or g in only) and back.get(g) != want[g]]
     if bad:
         return f"{len(bad)} switch tables differ (first: {bad[:3]})"
     return None

@@ -22,12 +22,11 @@ from loom.routing.base import Tables
 
 from .audit import who
 from .checked import content_digest, failing_checks
-from .daemon import Daemons
-from .errors import PlanError
+from .errors import PlanError, TargetError
 from .packing import digest_live, pack
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
-from .qos_readback import digest, mismatches, read_qos
-from .sim import SimError
+from .qos_readback import digest, mismatches
+from .target import Target
 
 PLAN_VERSION = 2
 FIXPOINT_ROUNDS = 8
@@ -68,35 +67,47 @@ def settled_route(fabric: Fabric, live: Tables) -> Tables:
     return tables
 
 
-def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
-    """Read the live tables, route the model keeping live routes where balance allows, check the
-    result, and describe the difference."""
+def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
+    """Read the live tables through the target, route the model keeping live routes where
+    balance allows, check the result, and describe the difference (standbys included)."""
     model_path = Path(model_path).resolve()
+    what = "the simulated fabric" if target.kind == "sim" else f"the subnet manager ({target.where()})"
     try:
-        daemons.health()
-    except SimError as exc:
-        raise PlanError(f"the simulated fabric of {fabric.name} is not up: {exc}") from None
-    if not daemons.up_and_running():
-        raise PlanError(f"the simulated fabric of {fabric.name} is not up; run `loom sim up {model_path}`")
-    if not daemons.cabled_as(fabric):
+        target.health()
+    except TargetError as exc:
+        raise PlanError(f"{what} of {fabric.name} is not up: {exc}") from None
+    if not target.ready():
+        raise PlanError(f"{what} of {fabric.name} is not up" +
+                        (f"; run `loom sim up {model_path}`" if target.kind == "sim" else " (no SUBNET UP in OpenSM's log)"))
+    if not target.cabled_as(fabric):
         raise PlanError(f"the fabric is cabled differently from {model_path}: re-cable first (`loom cabling diff` "
                         f"lists the moves; `loom sim up {model_path}` re-cables the simulation)")
-    live_text = daemons.dump_fts()
+    down = target.dir / "watch.down.json"
+    if down.exists():
+        raise PlanError(f"`loom watch` routes {fabric.name} around cables that are down ({down.read_text().strip()}): "
+                        "a plan of the intact model would route over them; plan once they are back (the watcher "
+                        "returns to the design tables), or `loom whatif` to see the reroute")
+    live_text = target.read_lfts()
     live_sha = digest_live(live_text)
     live = tables_from_dump(subnet(fabric, 0), live_text, "live")
-    tables = settled_route(fabric, _last_applied(daemons, fabric) or live)
+    tables = settled_route(fabric, _last_applied(target, fabric) or live)
     qos = plan_qos(fabric.model)
     failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
     if failed:
         raise PlanError(f"the routing for {fabric.name} fails {failed[0]}; run `loom check {model_path}` for details")
     want_text = lfts_dump(tables)
     drift = []
-    last = daemons.dir / "last-applied.sha256"
+    last = target.dir / "last-applied.sha256"
     if last.exists() and last.read_text().strip() != live_sha:
         drift.append("live forwarding tables differ from what loom applied last (changed outside loom)")
-    qos_part = _plan_qos(fabric, tables.subnet, qos, daemons)
+    inputs = target.read_inputs()
+    qos_part = _plan_qos(fabric, tables.subnet, qos, target, inputs["conf"])
     if qos_part["drift"]:
         drift.append(qos_part["drift"])
+    standbys = target.standby_drift(inputs)
+    if standbys:
+        drift.append(f"{len(standbys)} standby subnet manager(s) hold other input files than the master "
+                     f"(a failover would serve other tables): {standbys[0]}")
     plan = {
         "version": PLAN_VERSION,
         "fabric": fabric.name,
@@ -104,12 +115,14 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
         "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "user": who()["user"],
-        "state_dir": str(daemons.dir),
+        "state_dir": str(target.dir),
+        "target": target.spec(),
         "live_sha256": live_sha,
         "desired_sha256": digest_live(want_text),
         "drift": "; ".join(drift) or None,
         "qos": qos_part,
         "changes": diff_tables(live, tables),
+        "standbys_differing": standbys,
         "balance_before": balance_summary(live),
         "balance_after": balance_summary(tables),
         "desired_lfts": pack(want_text),
@@ -119,11 +132,11 @@ def make_plan(model_path: Path, fabric: Fabric, daemons: Daemons) -> dict:
     return {**plan, "plan_sha256": content_digest(plan)}
 
 
-def _last_applied(daemons: Daemons, fabric: Fabric) -> Tables | None:
+def _last_applied(target: Target, fabric: Fabric) -> Tables | None:
     """The tables loom applied last (`last-applied.lfts`, when its digest is the recorded one).
     Routing keeps *these* choices, not the live ones: a hand edit on a switch or in OpenSM's
     input file is drift to undo (the model wins), not a choice to keep."""
-    last, copy = daemons.dir / "last-applied.sha256", daemons.dir / "last-applied.lfts"
+    last, copy = target.dir / "last-applied.sha256", target.dir / "last-applied.lfts"
     if not (last.exists() and copy.exists()):
         return None
     text = copy.read_text()
@@ -132,18 +145,18 @@ def _last_applied(daemons: Daemons, fabric: Fabric) -> Tables | None:
     return tables_from_dump(subnet(fabric, 0), text, "last applied")
 
 
-def _plan_qos(fabric: Fabric, sn, qos, daemons: Daemons) -> dict:
+def _plan_qos(fabric: Fabric, sn, qos, target: Target, conf: str | None) -> dict:
     """Desired OpenSM QoS options, and what the ports hold now (read back when QoS is or was on)."""
-    previous = daemons.conf_file.read_text() if daemons.conf_file.exists() else UNMANAGED
+    previous = conf if conf is not None else UNMANAGED
     desired = desired_conf(fabric.name, qos, previous)
     part = {"desired_conf": desired, "previous_conf": previous, "intent": conf_intent(desired), "live_sha256": None,
             "ports_differing": 0, "examples": [], "conf_changes": desired != previous, "drift": None}
     if qos_on(desired) or qos_on(previous):
-        live = read_qos(daemons, sn)
+        live = target.read_qos(sn)
         part["live_sha256"] = digest(live)
         bad = mismatches(live, part["intent"])
         part["ports_differing"], part["examples"] = len(bad), bad[:5]
-        last = daemons.dir / "last-applied-qos.sha256"
+        last = target.dir / "last-applied-qos.sha256"
         if last.exists() and last.read_text().strip() != part["live_sha256"]:
             part["drift"] = f"QoS tables differ from what loom applied last on {len(bad) or 'some'} ports (changed outside loom)"
     return part
@@ -151,7 +164,8 @@ def _plan_qos(fabric: Fabric, sn, qos, daemons: Daemons) -> dict:
 
 def has_changes(plan: dict) -> bool:
     q = plan["qos"]
-    return bool(plan["changes"]["entries_changed"] or q["conf_changes"] or q["ports_differing"])
+    return bool(plan["changes"]["entries_changed"] or q["conf_changes"] or q["ports_differing"]
+                or plan.get("standbys_differing"))
 
 
 def read_plan(path: Path) -> dict:

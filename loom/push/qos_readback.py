@@ -80,7 +80,8 @@ def directed_routes(sn: Subnet, sm_ca: str) -> tuple[dict[int, str], dict[int, s
     return {r: fmt(p) for r, p in paths.items()}, cas
 
 
-def _jobs(sn: Subnet, sm_host: str) -> list[dict]:
+def qos_jobs(sn: Subnet, sm_host: str) -> list[dict]:
+    """The queries of a full read-back from the CA `sm_host` (for `loom.push.madquery`)."""
     switch_dr, ca_dr = directed_routes(sn, sm_host)
     jobs = []
     for row, path in sorted(switch_dr.items()):
@@ -99,7 +100,7 @@ def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
     d.health()
     try:
         with client_dir() as cwd:
-            res = subprocess.run([sys.executable, "-m", "loom.push.madquery"], input=json.dumps(_jobs(sn, d.sm_host)),
+            res = subprocess.run([sys.executable, "-m", "loom.push.madquery"], input=json.dumps(qos_jobs(sn, d.sm_host)),
                                  capture_output=True, text=True, env=d.env(), cwd=cwd, timeout=READ_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise SimError(f"QoS read-back did not finish within {READ_TIMEOUT}s (is ibsim answering?)") from None
@@ -120,7 +121,7 @@ def read_qos_smpquery(d: Daemons, sn: Subnet) -> dict[str, dict]:
                             "vlarb": parse_vlarb(_smpquery(d, "-D", "vlarb", path, *([out] if job["ins"] else [])))}
 
     with ThreadPoolExecutor(WORKERS) as pool:
-        return dict(sorted(pool.map(one, _jobs(sn, d.sm_host))))
+        return dict(sorted(pool.map(one, qos_jobs(sn, d.sm_host))))
 
 
 def digest(readback: dict) -> str:

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 
+from loom.model.names import natural
+
+SHOWN = 30  # rows of a long table before "… N more"
+
+
 def _mark(v) -> str:
-    return {True: "✅", False: "❌", None: "—"}[v]
+    """A verdict; None only where the check does not exist for the model (QoS without traffic classes)."""
+    return {True: "✅", False: "❌", None: "n/a"}[v]
+
+
+def _more(rows: list, shown: int = SHOWN) -> list[str]:
+    return [f"… {len(rows) - shown} more"] if len(rows) > shown else []
 
 
 def _list(items: list[str], limit: int = 20) -> list[str]:
@@ -52,13 +62,14 @@ def markdown(d: dict) -> str:
         if items:
             out += [f"<details><summary>{title} destinations ({len(items)})</summary>", "", *_list(items), "", "</details>", ""]
     if r["per_switch"]:
-        top = sorted(r["per_switch"].items(), key=lambda kv: (-kv[1], kv[0]))
+        top = sorted(r["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))
         out += ["<details><summary>Entries changed per switch</summary>", "", "| switch | entries |", "|---|---|",
-                *[f"| {s} | {n} |" for s, n in top[:30]], "", "</details>", ""]
+                *[f"| {s} | {n} |" for s, n in top[:SHOWN]], *_more(top), "", "</details>", ""]
     if r["ports_above_bound"]:
+        above = sorted(r["ports_above_bound"], key=lambda p: (natural(p["switch"]), p["port"]))
         out += ["<details><summary>Up-ports above the bound</summary>", "",
-                *[f"- {p['switch']} port {p['port']}: {p['destinations']} > {p['bound']}" for p in r["ports_above_bound"][:30]],
-                "", "</details>", ""]
+                *[f"- {p['switch']} port {p['port']}: {p['destinations']} > {p['bound']}" for p in above[:SHOWN]],
+                *_more(above), "", "</details>", ""]
     out += ["### Cabling and physical churn", "", f"- cables added {len(c['added'])}, removed {len(c['removed'])}, "
             f"re-pulled {len(c['moved'])}"]
     head, details = _churn_lines(d["churn"])
@@ -75,7 +86,8 @@ def summary(d: dict) -> str:
     b, h, r, c = d["base"], d["head"], d["routing"], d["cables"]
     lines = [f"loom diff {h['fabric']}: {b['label']} -> {h['label']}"]
     for k in b["verdicts"]:
-        lines.append(f"  {k:<22} base {str(b['verdicts'][k]):<5} head {h['verdicts'][k]}")
+        word = {True: "yes", False: "NO", None: "n/a"}
+        lines.append(f"  {k:<22} base {word[b['verdicts'][k]]:<5} head {word[h['verdicts'][k]]}")
     if b["balance"] and h["balance"]:
         lines.append(f"  balance                max/bound base {b['balance']['max_dest_per_up_port']}/{b['balance']['lower_bound']}"
                      f"  head {h['balance']['max_dest_per_up_port']}/{h['balance']['lower_bound']}")
@@ -84,9 +96,11 @@ def summary(d: dict) -> str:
                  f"added {len(r['destinations_added'])}, removed {len(r['destinations_removed'])}")
     for name in r["destinations_moved"][:10]:
         lines.append(f"    moved: {name}")
+    lines += [f"    {x}" for x in _more(r["destinations_moved"], 10)]
     lines.append(f"  cables                 added {len(c['added'])}, removed {len(c['removed'])}, moved {len(c['moved'])}")
     for m in c["moved"][:10]:
         lines.append(f"    moved: {m}")
+    lines += [f"    {x}" for x in _more(c["moved"], 10)]
     head, details = _churn_lines(d["churn"])
     lines += [f"  churn                  {head}", *[f"    {x}" for x in details]]
     for x in d["host_settings_changed"]:

@@ -124,3 +124,16 @@ def _limits() -> list[str]:
         "never share a name.  Name patterns use only their listed fields, with an optional width of at most "
         f"{names.MAX_WIDTH} (`{{index:04d}}`); no attribute access, indexing or conversions.  Environment variable names "
         f"(`env_sl`, `env_tc`) match `{names.ENV_VAR_RE}`.", ""]
+
+
+def model_schema() -> str:
+    """The model's JSON Schema (draft 2020-12, from the pydantic schema), for editors: a YAML
+    file that starts with `# yaml-language-server: $schema=../docs/model.schema.json` is
+    completed and checked as it is typed (the full rules run in `loom validate`)."""
+    import json
+
+    from loom.model.schema import Model
+
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://loom.invalid/model.schema.json",
+              **Model.model_json_schema()}
+    return json.dumps(schema, indent=1, sort_keys=True) + "\n"

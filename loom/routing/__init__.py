@@ -6,9 +6,9 @@ from .subnet import Subnet, subnet, subnets
 
 def route(fabric, engine: str = "auto", hint: list[Tables] | None = None) -> list[Tables]:
     """Route every plane (InfiniBand subnet) of the fabric with the named engine (`auto`: the
-    one for the model's zone kinds, `base.engine_for`), keeping the choices of `hint` (tables
+    one for the model's zone kinds, `routing/auto.py`), keeping the choices of `hint` (tables
     of the same planes in force) where balance allows."""
-    eng = get_engine(engine_for(fabric.model) if engine == "auto" else engine)
+    eng = get_engine(engine)
     hints = hint or []
     return [eng.route(sn, hints[i] if i < len(hints) else None) for i, sn in enumerate(subnets(fabric))]
 

@@ -46,6 +46,11 @@ class Engine(Protocol):
         balance allows, so a change moves as few routes as it must."""
         ...
 
+    def repair(self, subnet: Subnet, tables: Tables) -> Tables:
+        """`tables` (in force on the intact fabric) made right for `subnet`, the same fabric
+        with links or switches down, changing as few entries as the as-built bound allows."""
+        ...
+
 
 ENGINES: dict[str, Callable[[], Engine]] = {}
 
@@ -56,7 +61,7 @@ def register(cls):
 
 
 def get_engine(name: str) -> Engine:
-    from . import bigraph, fattree  # noqa: F401  (engines register themselves on import)
+    from . import auto, bigraph, fattree  # noqa: F401  (engines register themselves on import)
 
     if name not in ENGINES:
         raise RoutingError(f"unknown routing engine `{name}`; known: {', '.join(sorted(ENGINES))}")

@@ -28,7 +28,7 @@ import numpy as np
 
 from loom.model.schema import BiGraph
 
-from .asbuilt import fit_to_fabric
+from .asbuilt import affected_destinations, fit_to_fabric
 from .base import RoutingError, Tables, empty_lft, register
 from .fattree import ROLE_ORDER
 from .subnet import TO_SWITCH, Subnet
@@ -80,10 +80,25 @@ class BiGraphEngine:
                 via = t if part[s] != part[t] else x
                 lft[s, lid] = port_to.get((s, via), lft[s, lid])
         soft = _keep_hinted_turns(sn, lft, hint, part) if hint is not None else None
-        roles = np.array([ROLE_ORDER[sn.lid_role(l)] if (sn.lid_switch[l] >= 0 or sn.lid_port[l] >= 0) else 9
-                          for l in range(sn.max_lid + 1)])
-        warnings = fit_to_fabric(sn, lft, roles, np.ones(sn.max_lid + 1, np.int64), soft)
+        warnings = fit_to_fabric(sn, lft, _roles(sn), np.ones(sn.max_lid + 1, np.int64), soft)
         return Tables(sn, lft, self.name, tuple(warnings))
+
+    def repair(self, sn: Subnet, tables: Tables) -> Tables:
+        """The tables in force made right for `sn` after failures: entries that became illegal
+        move (a turn whose switch lost its link to the destination takes another turn switch),
+        the rest stay unless balance needs them.  A lost link *between* the parts leaves its two
+        switches' direct destinations unrouted (a 3-hop detour would turn in both parts on one
+        VL set): reachability reports them, and whatif / watch refuse the repair."""
+        lft = tables.lft.copy()
+        keep = 1 + ~affected_destinations(tables, sn)  # unaffected destinations move last
+        warnings = fit_to_fabric(sn, lft, _roles(sn), keep.astype(np.int64))
+        return Tables(sn, lft, self.name + "+repair", tuple(warnings))
+
+
+def _roles(sn: Subnet) -> np.ndarray:
+    """[lid] ROLE_ORDER of each destination's role (9 for unused LIDs)."""
+    return np.array([ROLE_ORDER[sn.lid_role(l)] if (sn.lid_switch[l] >= 0 or sn.lid_port[l] >= 0) else 9
+                     for l in range(sn.max_lid + 1)])
 
 
 def _keep_hinted_turns(sn: Subnet, lft: np.ndarray, hint: Tables, part: np.ndarray) -> np.ndarray:

@@ -1,0 +1,121 @@
+"""Failure benchmark: Loom's watcher against OpenSM's own recompute, on the same events, in one run.
+
+On the two-zone Fire-Flyer fabric in the simulator (design tables applied first):
+1. one leaf–spine cable down, then back;  2. one spine down, then back.
+For each event: Loom's watcher (trap-driven: the time runs from OpenSM's sweep after the event
+to verified tables — discovery, reroute, checks, apply, read-back), the entries it changed and
+whether only destinations that used the failed cables moved; beside it OpenSM ftree and updn
+recomputing the same failure (`opensm -o` on the intact and the failed fabric, LIDs pinned;
+the time is the failed fabric's one-shot run, sweep included) and the entries they change.
+
+Run: `make bench-failures` or `.venv/bin/python bench/failures.py [MODEL]`.  Target: the
+watcher's tables verified within 2 s of detection.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from loom.expand import load_fabric  # noqa: E402
+from loom.expand.failures import parse_failures, without  # noqa: E402
+from loom.push.links import set_links  # noqa: E402
+from loom.push.recompute import opensm_recompute  # noqa: E402
+from loom.push.sim import tools_missing  # noqa: E402
+from loom.push.target import SimTarget  # noqa: E402
+from loom.push.watch import Watcher  # noqa: E402
+from loom.render.opensm import tables_from_dump  # noqa: E402
+from loom.routing import subnet  # noqa: E402
+from loom.routing.asbuilt import affected_destinations  # noqa: E402
+from loom.routing.updown import UpDown  # noqa: E402
+
+TARGET_S = 2.0
+EVENTS = {"fire-flyer-2": [("one leaf–spine cable", ["z0-leaf3/30"]), ("one spine", ["z0-spine4"])],
+          "tiny": [("one leaf–spine cable", ["z0-leaf0/5"]), ("one spine", ["z0-spine1"])]}
+
+
+def loom(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "loom.cli", *args], check=True, stdout=subprocess.DEVNULL)
+
+
+def wait_for_sweep(w: Watcher, timeout: float = 60) -> float:
+    """Block until OpenSM finishes the sweep the event's trap started; return when it was seen."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if w.sweeps_seen():
+            return time.monotonic()
+        time.sleep(0.02)
+    raise RuntimeError("OpenSM did not resweep after the link event")
+
+
+def main(model: Path) -> int:
+    console = Console(width=170)
+    if tools_missing():
+        console.print(f"missing: {tools_missing()} — run `make setup`")
+        return 1
+    fabric = load_fabric(model)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="loom-bench-failures-") as tmp:
+        os.environ["LOOM_STATE_DIR"] = tmp
+        console.print(f"{fabric.name}: sim up, plan, apply the design tables ...")
+        loom("sim", "up", str(model))
+        try:
+            subprocess.run([sys.executable, "-m", "loom.cli", "plan", str(model), "--out", f"{tmp}/plan.json"],
+                           stdout=subprocess.DEVNULL)
+            loom("apply", f"{tmp}/plan.json")
+            target = SimTarget.of(fabric.name)
+            sn = subnet(fabric, 0)
+            design = tables_from_dump(sn, target.read_lfts(), "design")
+            w = Watcher(model, fabric, target, hold_down=0)
+            w.sweeps_seen()
+            for name, names in EVENTS.get(fabric.name, EVENTS["fire-flyer-2"]):
+                failure = parse_failures(fabric, names)
+                cables = sorted(failure.cables)
+                for word, up in (("down", False), ("back", True)):
+                    set_links(target.dir, fabric, cables, up=up)
+                    wait_for_sweep(w)
+                    e = w.step()
+                    live_rows = UpDown(subnet(fabric if up else without(fabric, failure), 0)).live
+                    now = tables_from_dump(sn, target.read_lfts(int(live_rows.sum())), "live")
+                    moved = ((now.lft != design.lft) & live_rows[:, None]).any(axis=0)
+                    minimal = "—" if up else ("yes" if not (moved & ~affected_destinations(design, subnet(without(fabric, failure), 0))).any() else "NO")
+                    if up:
+                        minimal = "design restored" if (now.lft == design.lft).all() else "NOT the design"
+                    rows.append({"event": f"{name} {word}", "watcher_s": e.seconds["total"] if e else None,
+                                 "entries": e.entries if e else 0, "ok": bool(e and e.ok), "minimal": minimal,
+                                 "phases": e.seconds if e else {}})
+                    if not up:
+                        for eng in ("ftree", "updn"):
+                            console.print(f"  OpenSM {eng} on {name} down ...")
+                            r = opensm_recompute(fabric, without(fabric, failure), design, eng)
+                            rows[-1][eng] = r
+        finally:
+            loom("sim", "down", "--force", str(model))
+    t = Table(title=f"{fabric.name}: failures — Loom's watcher vs OpenSM's recompute of the same event (2 cores)")
+    for col in ("event", "watcher: detection → verified", "target", "entries (watcher)", "only affected moved",
+                "phases (s)", "OpenSM ftree entries (ran)", "ftree s", "OpenSM updn entries", "updn s"):
+        t.add_column(col)
+    for r in rows:
+        s = r["watcher_s"]
+        mark = "" if s is not None and s <= TARGET_S else "  MISS"
+        ft, up = r.get("ftree"), r.get("updn")
+        t.add_row(r["event"], f"{s:.2f} s{mark}" if s is not None else "no event", f"≤ {TARGET_S:g} s", str(r["entries"]),
+                  r["minimal"], ", ".join(f"{k} {v:.2f}" for k, v in r["phases"].items() if k != "total"),
+                  f"{ft['entries']} ({ft['engine_used']})" if ft else "", f"{ft['seconds']:.2f}" if ft else "",
+                  str(up["entries"]) if up else "", f"{up['seconds']:.2f}" if up else "")
+    console.print(t)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "topology/fire-flyer-2.yaml"))

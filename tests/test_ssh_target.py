@@ -1,0 +1,102 @@
+"""The SSH target with real parts (tests/sshfabric.py): OpenSSH servers on 127.0.0.1, a throwaway
+user, two OpenSMs on one simulated fabric — the master (priority 15, the model's
+subnet_manager) and a standby (priority 1).  Plan and apply over ssh, the standby's files,
+the site's own options kept, and a failover that keeps the tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loom.expand import load_fabric
+from loom.push.opensm_files import managed_part, site_part
+from loom.push.packing import mismatch, unpack
+from loom.push.sim import tools_missing as sim_tools_missing
+
+from .simfabric import TINY, loom
+from .sshfabric import SITE_CONF, SmPair, log_text, sweeps, tools_missing, wait_for
+
+pytestmark = [pytest.mark.sim, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    missing = tools_missing() + sim_tools_missing()
+    if missing:
+        pytest.fail(f"missing {missing} — run `make setup` (openssh-server, ibsim, opensm)")
+    with SmPair(load_fabric(TINY), tmp_path_factory.mktemp("ssh"), ("mgmt0", "st00")) as p:
+        yield p
+
+
+@pytest.fixture
+def ssh_state(pair, tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOM_SSH_STATE_DIR", str(tmp_path / "ssh-state"))
+    return ["--target", "ssh", "--inventory", str(pair.inventory), "--ssh-config", str(pair.ssh_config)]
+
+
+def plan(args: list[str], out: Path) -> tuple[int, str, dict]:
+    code, text = loom("plan", TINY, "--out", str(out), *args)
+    return code, text, json.loads(out.read_text()) if out.exists() else {}
+
+
+def test_plan_apply_over_ssh_then_no_changes(pair, ssh_state, tmp_path):
+    code, out, p = plan(ssh_state, tmp_path / "plan.json")
+    assert code == 2, out
+    assert p["target"]["kind"] == "ssh" and [h["name"] for h in p["target"]["hosts"]] == ["mgmt0", "st00"]
+    assert "IdentityFile" not in json.dumps(p) and "id_ed25519" not in json.dumps(p)  # no key material or key paths
+    code, out = loom("apply", str(tmp_path / "plan.json"))
+    assert code == 0 and "applied and verified" in out, out
+    want = unpack(p["desired_lfts"])
+    assert mismatch(pair.dump_fts(), want) is None  # read as root from the fabric, not through the target
+    for h in pair.hosts:  # every SM host holds the same tables and LIDs; the site's settings are kept
+        assert Path(h.paths.lfts).read_text() == want
+        assert Path(h.paths.guid2lid).read_text() == p["guid2lid"]
+        conf = Path(h.paths.conf).read_text()
+        assert f"sm_priority {h.priority}\n" in managed_part(conf)
+        assert site_part(conf) == SITE_CONF.format(root=h.root)
+    code, out, again = plan(ssh_state, tmp_path / "again.json")
+    assert code == 0 and "No changes" in out, out
+    audit = (tmp_path / "ssh-state" / "tiny" / "audit.log").read_text()
+    assert "id_ed25519" not in audit and "BEGIN OPENSSH" not in audit
+
+
+def test_same_tables_as_the_sim_target(pair, ssh_state, tmp_path):
+    """What a change is does not depend on where it goes: the sim target's plan of the same
+    fabric (same live tables) wants the tables the SSH target applied."""
+    from loom.push.plan import settled_route
+    from loom.render.opensm import lfts_dump, tables_from_dump
+    from loom.routing import subnet
+
+    fabric = load_fabric(TINY)
+    live = tables_from_dump(subnet(fabric, 0), pair.dump_fts(), "live")
+    assert mismatch(pair.dump_fts(), lfts_dump(settled_route(fabric, live))) is None
+
+
+def test_standby_with_stale_files_is_drift(pair, ssh_state, tmp_path):
+    standby = pair.hosts[1]
+    lfts = Path(standby.paths.lfts)
+    good = lfts.read_text()
+    lfts.write_text(good.replace(" 001 #", " 002 #", 1))  # one entry of one switch
+    code, out, p = plan(ssh_state, tmp_path / "plan.json")
+    assert code == 2 and "standby" in out and "st00: lfts differ" in out, out
+    assert p["standbys_differing"] == ["st00: lfts differ from the master's"]
+    code, out = loom("apply", str(tmp_path / "plan.json"))
+    assert code == 0, out
+    assert lfts.read_text() == good
+    code, out, _ = plan(ssh_state, tmp_path / "again.json")
+    assert code == 0 and "No changes" in out, out
+
+
+def test_failover_to_the_standby_keeps_the_tables(pair, ssh_state, tmp_path):
+    code, out, p = plan(ssh_state, tmp_path / "plan.json")
+    assert code == 0, out
+    want = unpack(p["desired_lfts"])
+    master, standby = pair.hosts
+    log = Path(standby.paths.log)
+    before = sweeps(log)
+    pair.kill_opensm(master)
+    wait_for("the standby to take over", lambda: "Entering MASTER state" in log_text(log) and sweeps(log) > before, 90)
+    assert "file tables configured" in log_text(log).split("Entering MASTER state")[-1]
+    assert mismatch(pair.dump_fts(), want) is None
