@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 FABRIC ?= fire-flyer-2
 MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
-APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap openssh-server
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap openssh-server slurmctld slurm-client
 
 .PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-failures validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
@@ -23,7 +23,8 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
 # headless Chromium (the cabling-sheet test renders the HTML in it), FRR for the live RoCE plane,
-# debootstrap for molecule's chroot instances, openssh-server for the SSH target's tests (sshd on 127.0.0.1).
+# debootstrap for molecule's chroot instances, openssh-server for the SSH target's tests (sshd on 127.0.0.1),
+# slurmctld + slurm-client to load `loom slurm`'s topology.conf.
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

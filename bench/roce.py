@@ -1,5 +1,6 @@
-"""RoCE scale benchmark: `loom check` (route + every check, every plane) on the 32,768-GPU
-4-plane fabric, wall time and peak memory of the process, next to the target (10 s, 4 GB).
+"""Multi-plane scale benchmark: `loom check` (route + every check, every plane) on the
+32,768-GPU 4-plane RoCE fabric and DeepSeek-V3's 16,384-GPU 8-plane fat tree, wall time and
+peak memory of the process, next to the target (10 s, 4 GB).
 
 Run: `make bench-roce` or `.venv/bin/python bench/roce.py`.
 """
@@ -19,20 +20,26 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 
 
+MODELS = (("roce-4plane", "4 planes × 8,192 NIC ports, 768 switches"),
+          ("deepseek-v3-mpft", "8 planes × 2,048 NIC ports, 768 switches"))
+
+
 def main() -> int:
-    model = ROOT / "topology" / "roce-4plane.yaml"
-    t = Table(title="loom check on roce-4plane (4 planes × 8,192 NIC ports, 768 switches), 2 cores")
-    for col in ("run", "wall s", "peak RSS GB", "planes ok", "eBB", "target"):
+    t = Table(title="loom check on the multi-plane fabrics, 2 cores")
+    for col in ("model", "run", "wall s", "peak RSS GB", "planes ok", "eBB", "target"):
         t.add_column(col)
-    for run in (1, 2):
-        t0 = time.perf_counter()
-        res = subprocess.run([str(ROOT / ".venv/bin/loom"), "check", str(model), "--json"], capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
-        d = json.loads(res.stdout)
-        ok = sum(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] for p in d["planes"])
-        t.add_row(str(run), f"{wall:.1f}", f"{rss:.2f}", f"{ok}/4", str(d["planes"][0]["ebb"]), "≤ 10 s, ≤ 4 GB")
-    Console(width=120).print(t)
+    for name, what in MODELS:
+        model = ROOT / "topology" / f"{name}.yaml"
+        for run in (1, 2):
+            t0 = time.perf_counter()
+            res = subprocess.run([str(ROOT / ".venv/bin/loom"), "check", str(model), "--json"], capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+            d = json.loads(res.stdout)
+            ok = sum(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] for p in d["planes"])
+            t.add_row(f"{name} ({what})", str(run), f"{wall:.1f}", f"{rss:.2f}", f"{ok}/{len(d['planes'])}",
+                      str(d["planes"][0]["ebb"]), "≤ 10 s, ≤ 4 GB")
+    Console(width=140).print(t)
     return 0
 
 

@@ -144,6 +144,15 @@ def show(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OP
     out.print("ports by switch role: " + ", ".join(f"{k} {v['used']}/{v['total']} used" for k, v in s["ports"].items()))
     for g, d in s["dual_homed"].items():
         out.print(f"dual-homed {g}: {d['nodes']} nodes, one port in each of {', '.join(d['zones'])}")
+    for name, b in s.get("bigraph", {}).items():
+        out.print(f"BiGraph {name}: {b['switches']} switches ({b['per_part']} upper, {b['per_part']} lower), "
+                  f"{b['links']} links (N²/4 = {b['links_n2_over_4']}), diameter {b['diameter_hops']} hops, "
+                  f"{b['hosts_per_switch']} sub-nodes per switch (M <= N/2), {b['sub_nodes']} in all")
+    e = s["per_endpoint"]
+    out.print(f"per endpoint: {e['endpoints']:,} endpoints (NIC ports), {e['gpus']:,} GPUs, {e['switches']:,} switches "
+              f"({e['switches_per_1k_endpoints']} per 1,000 endpoints, {e['gpus_per_switch']} GPUs each), {e['switch_links']:,} "
+              f"switch links ({e['switch_links_per_endpoint']} per endpoint), {e['switch_ports']:,} switch ports "
+              f"({e['switch_ports_per_endpoint']} per endpoint)")
     cap = s["capacity"]
     out.print(f"capacity: {cap['node_facing_ports']} node-facing ports, {cap['used_by_nodes']} nodes, "
               f"{cap['used_by_inter_zone']} inter-zone, {cap['free']} free; {s['racks']} racks")
@@ -175,7 +184,7 @@ def _route(model: Path, engine: str):
         raise typer.Exit(1) from None
 
 
-ENGINE_OPT = typer.Option("fattree", "--engine", help="routing engine")
+ENGINE_OPT = typer.Option("auto", "--engine", help="routing engine: fattree, bigraph, or auto (by the zones' kind)")
 
 TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
                           "hosts of the inventory's `subnet_managers` group (docs/targets.md)")
@@ -218,7 +227,7 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
     fabric, tables = _route(model, engine)
     qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
-    summary = {"fabric": fabric.name, "model": str(model), "engine": engine, "planes": []}
+    summary = {"fabric": fabric.name, "model": str(model), "engine": tables[0].engine, "planes": []}
     for t in tables:
         d = out_dir if fabric.planes == 1 else out_dir / f"plane{t.subnet.plane}"
         dump = lfts_dump(t)
@@ -237,7 +246,7 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
             "lfts_sha256": hashlib.sha256(dump.encode()).hexdigest(),
         })
     _write(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    out.print(f"routed {fabric.name} with {engine}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
+    out.print(f"routed {fabric.name} with {summary['engine']}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
               f"on {sum(p['switches'] for p in summary['planes'])} switches → {out_dir}", highlight=False, markup=False)
 
 
@@ -256,6 +265,7 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
     With --lfts, the same checks run on tables from elsewhere: OpenSM's own dump, the live
     fabric's `dump_fts`, a hand-edited file."""
     from loom.checks import EBB_SAMPLES, check_tables
+    from loom.checks.planes import check_planes, check_rails
     from loom.qos import plan_qos
 
     as_json = _json_wanted(fmt, as_json)
@@ -274,16 +284,31 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
     ebb_samples = EBB_SAMPLES if ebb_samples is None else ebb_samples
     qos = plan_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
+    cabling = {"isolation": check_planes(fabric), "rails": check_rails(fabric)}
     bound_key = "design_within_bound" if design_bound else "within_bound"
     ok = all(p["reachable"] and p["deadlock_free"] and p["balance"][bound_key] and (p["qos"] is None or p["qos"]["ok"])
-             for p in planes)
-    report = {"fabric": fabric.name, "ok": ok, **planes[0]} if len(planes) == 1 else {"fabric": fabric.name, "ok": ok, "planes": planes}
+             for p in planes) and all(c is None or c["ok"] for c in cabling.values())
+    report = {"fabric": fabric.name, "ok": ok, **cabling}
+    report.update(planes[0] if len(planes) == 1 else {"planes": planes})
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, default=_np_default) + "\n")
     else:
+        _print_cabling(fabric.name, **cabling)
         for p in planes:
             _print_check(fabric.name, p)
     raise typer.Exit(0 if ok else 1)
+
+
+def _print_cabling(name: str, isolation: dict, rails: dict | None) -> None:
+    verdict = "[green]yes[/green]" if isolation["ok"] else "[red]NO[/red]"
+    out.print(f"[bold]{name}[/bold] cabling: planes isolated {verdict}  {isolation['planes']} plane(s), "
+              f"{isolation['inter_switch_cables']} switch links and {isolation['nic_ports']} NIC ports each in their "
+              "own plane, a NIC's ports on different switches")
+    if rails is not None:
+        out.print(f"  rails correct:  {'[green]yes[/green]' if rails['ok'] else '[red]NO[/red]'}  NIC i of each of "
+                  f"{rails['nodes']} nodes on rail i of one group ({rails['rail_leaves']} rail leaves)")
+    for p in isolation["problems"] + (rails["problems"] if rails else []):
+        out.print(f"    [red]{escape(p)}[/red]", highlight=False)
 
 
 @app.command()
@@ -472,6 +497,9 @@ def _print_check(name: str, p: dict) -> None:
     if p.get("cross_zone_vls"):
         out.print("    cross-zone: inter-zone links leave a zone from several leaves, so traffic to lower-numbered zones "
                   "rides a second VL per class (its SL = class SL + classes; one VL could not stay loop-free)")
+    if p.get("part_vls"):
+        out.print("    BiGraph: traffic from the upper part rides VL set 0, from the lower part VL set 1 (EFLOPS's priority "
+                  f"per direction); on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} of credit loops")
     if p["qos"]:
         q = p["qos"]
         out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(
@@ -783,7 +811,7 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
 
     from loom.render.roce import all_switch_links, destinations, host_config, switch_config
 
-    fabric, tables = _route(model, "fattree")
+    fabric, tables = _route(model, "auto")
     if fabric.technology != "ethernet":
         err.print(f"[red]error:[/red] {escape(str(model))} is {fabric.technology}: switch configs are for Ethernet planes "
                   "(InfiniBand gets `loom route`)", highlight=False)
@@ -1189,6 +1217,13 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
         err.print(f"[red]{res.message}[/red]", highlight=False)
     raise typer.Exit(0 if res.ok else 1)
 
+
+# commands that live in their own modules
+from loom.cli_ranks import ranks_cmd  # noqa: E402
+from loom.cli_slurm import slurm_cmd  # noqa: E402
+
+app.command("ranks")(ranks_cmd)
+app.command("slurm")(slurm_cmd)
 
 if __name__ == "__main__":
     app()

@@ -69,3 +69,22 @@ def plant_imbalance(t: Tables, zone: str, moves: int = 6) -> Tables:
     ups = np.flatnonzero(sn.peer_kind[l0] == TO_SWITCH)
     victims = [int(d) for d in sn.ca_lids if t.lft[l0, d] in ups and t.lft[l0, d] != first][:moves]
     return t.with_entries({(l0, d): first for d in victims})
+
+
+def plant_bigraph_upper_turns(t: Tables, zone: str) -> tuple[Tables, dict]:
+    """Eight entries that make traffic of the upper part's VL set turn in the upper part too.
+
+    Traffic from upper sources rides VL set 0 and may turn only in the lower part.  Planted:
+    X (on u2) goes u0→d0→u1→d1→u2, turning at u1; Y (on u3) goes u1→d1→u0→d0→u3, turning at u0.
+    Every packet still arrives, but on VL set 0 the dependencies u0→d0 ⇒ d0→u1 ⇒ u1→d1 ⇒
+    d1→u0 ⇒ u0→d0 close a credit loop."""
+    sn = t.subnet
+    u0, u1, u2, u3 = zone_rows(sn, zone, "upper")[:4]
+    d0, d1 = zone_rows(sn, zone, "lower")[:2]
+    x, y = ca_on(sn, u2), ca_on(sn, u3)
+    changes = {
+        (u0, x): _port(sn, u0, d0), (d0, x): _port(sn, d0, u1), (u1, x): _port(sn, u1, d1), (d1, x): _port(sn, d1, u2),
+        (u1, y): _port(sn, u1, d1), (d1, y): _port(sn, d1, u0), (u0, y): _port(sn, u0, d0), (d0, y): _port(sn, d0, u3),
+    }
+    return t.with_entries(changes), {"channels": {f"{sn.name(a)}/{_port(sn, a, b)} -> {sn.name(b)}"
+                                                  for a, b in ((u0, d0), (d0, u1), (u1, d1), (d1, u0))}}

@@ -149,7 +149,7 @@ def test_check_json_contract(tiny):
 
 
 def test_check_exits_1_on_unroutable_fabric():
-    result = runner.invoke(app, ["check", str(TOPO / "eflops-bigraph.yaml")])
+    result = runner.invoke(app, ["check", str(TOPO / "eflops-bigraph.yaml"), "--engine", "fattree"])
     assert result.exit_code == 1 and "Traceback" not in result.output
 
 

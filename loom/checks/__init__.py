@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from loom.model.rules import zone_layers
+from loom.model.rules import direction_split, zone_layers
 from loom.routing.base import Tables
 
 from .balance import check_balance
@@ -43,7 +43,8 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None) -> di
         "reachable": reach.reachable,
         "deadlock_free": free,
         "deadlock_free_single_vl": dead.deadlock_free if layers is None else check_deadlock(walk).deadlock_free,
-        "cross_zone_vls": layers is not None,
+        "cross_zone_vls": direction_split(tables.subnet.fabric.model),
+        "part_vls": layers is not None and any(z.kind == "bigraph" for z in tables.subnet.fabric.model.zones),
         "cycle": cycle,
         "qos": q,
         "balance": bal.as_dict(),

@@ -30,7 +30,11 @@ from .paths import Walk
 
 
 LEVELS = {("leaf", "up"): "leaf_up", ("spine", "up"): "spine_up", ("spine", "down"): "spine_down",
-          ("core", "down"): "core_down", ("leaf", "down"): "leaf_down"}
+          ("core", "down"): "core_down", ("leaf", "down"): "leaf_down",
+          ("upper", "across"): "across", ("lower", "across"): "across"}
+#: levels whose groups are a node-facing switch's ports towards the rest of the fabric: the
+#: headline "leaf up-ports" figures (a BiGraph switch is leaf and spine at once)
+EDGE_LEVELS = ("leaf_up", "across")
 
 
 @dataclass
@@ -76,7 +80,9 @@ def _design_ports(sn, group: PortGroup) -> int:
     s = sn.switch(group.switch)
     z = next(z for z in sn.fabric.model.zones if z.name == s.zone)
     counts = getattr(z, "spine_links", None)
-    if group.direction == "up":
+    if group.direction == "across":  # a BiGraph switch: one link to each switch of the other part
+        design = z.switches // 2
+    elif group.direction == "up":
         design = (sum(counts) if counts else z.leaf_up) if s.role == "leaf" else getattr(z, "spine_up", 0)
     elif s.role == "spine":
         design = counts[s.position] if counts else z.leaf_up // (getattr(z, "spines_per_pod", None) or z.spines)
@@ -198,7 +204,7 @@ def check_balance(walk: Walk) -> Balance:
             "over_design_bound": sum(g.over_design for g in mine),
             "max_paths": int(pc.max()), "min_paths": int(pc.min()),
         }
-    leaf = [g for g in groups if g.level == "leaf_up"]
+    leaf = [g for g in groups if g.level in EDGE_LEVELS]
     top = max(leaf, key=lambda g: (g.loads.max() - g.bound, g.loads.max()), default=None)
     per_role = {}
     for role in sorted({r for g in leaf for r in g.per_role}):
@@ -212,7 +218,7 @@ def check_balance(walk: Walk) -> Balance:
     worst = [f"{g.switch} ({g.level}) ports {_span(g.ports)}: max {int(g.loads.max())} destinations, as-built bound "
              f"{g.bound}" + "".join(f", {r} {m}/{b}" for r, (m, b, _) in g.per_role.items() if m > b)
              for g in groups if g.over][:5]
-    lp = levels.get("leaf_up", {})
+    lp = next((levels[lv] for lv in EDGE_LEVELS if lv in levels), {})
     return Balance(int(top.loads.max()) if top else 0, lp.get("min", 0), top.bound if top else 0,
                    top.design if top else 0, per_role, levels,
                    {"max_dest_per_up_port": levels["spine_up"]["max"], "over_bound": levels["spine_up"]["over_bound"]}

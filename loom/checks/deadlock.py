@@ -25,6 +25,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from loom.model.rules import domains
 from loom.routing.loads import carried
 from loom.routing.subnet import TO_SWITCH
 
@@ -74,7 +75,7 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
 def check_deadlock(walk: Walk, sources: str = "all", lids: np.ndarray | None = None, layers=None) -> Deadlock:
     """Is the channel-dependency graph acyclic?  `lids` restricts it to packets for those
     destinations (one VL's traffic); `sources` as in the module doc.  With `layers`
-    ([source zone][destination zone] → VL set, `loom.model.rules.zone_layers`) every VL set is
+    ([source domain][destination domain] → VL set, `loom.model.rules.zone_layers`) every VL set is
     its own graph: the verdict holds when each is acyclic, the cycle printed is the first found."""
     if layers is not None:
         parts = [check_layer(walk, sources, lids, layers, k) for k in range(2)]
@@ -83,21 +84,28 @@ def check_deadlock(walk: Walk, sources: str = "all", lids: np.ndarray | None = N
     return _check(walk, *dependencies(walk, sources, lids))
 
 
+def switch_domains(sn) -> np.ndarray:
+    """[switch] index of its domain in `loom.model.rules.domains`: its zone, or its BiGraph part."""
+    doms = domains(sn.fabric.model)
+    return np.array([doms.index((s.zone, s.role if s.role in ("upper", "lower") else None))
+                     for s in (sn.switch(i) for i in range(sn.n))])
+
+
 def check_layer(walk: Walk, sources: str, lids: np.ndarray | None, layers, k: int) -> Deadlock:
-    """The graph of VL set k: packets from zone a to zone b where layers[a][b] == k."""
+    """The graph of VL set k: packets from domain a to domain b (zones, BiGraph parts) where
+    layers[a][b] == k."""
     sn = walk.tables.subnet
     if lids is None:
         lids = walk.valid_lids if sources == "all" else sn.ca_lids
-    names = [z.name for z in sn.fabric.model.zones]
-    sw_zone = np.array([names.index(sn.switch(i).zone) for i in range(sn.n)])
+    sw_dom = switch_domains(sn)
     owner = np.where(sn.lid_switch >= 0, sn.lid_switch, sn.ca_switch)
-    lid_zone = sw_zone[np.maximum(owner[lids], 0)]
+    lid_dom = sw_dom[np.maximum(owner[lids], 0)]
     froms, tos = [], []
     n = sn.n * (sn.max_port + 1)
-    for b in np.unique(lid_zone):
-        src = np.array([layers[int(a)][int(b)] == k for a in sw_zone])
+    for b in np.unique(lid_dom):
+        src = np.array([layers[int(a)][int(b)] == k for a in sw_dom])
         if src.any():
-            fa, ta, n = dependencies(walk, sources, lids[lid_zone == b], src)
+            fa, ta, n = dependencies(walk, sources, lids[lid_dom == b], src)
             froms.append(fa)
             tos.append(ta)
     a = np.concatenate(froms) if froms else np.zeros(0, np.int64)

@@ -73,7 +73,8 @@ def check_qos(walk: Walk, plan: QosPlan, whole_graph_acyclic: bool = False, laye
     per_vl = {}
     for vl, (lids, sources) in vl_destinations(walk, plan).items():
         for k in (0, 1) if layers is not None else (None,):
-            key = str(vl + (k or 0) * plan.vl_offset)
+            # a VL set without VLs of its own in the plan (a BiGraph part's priority) is named apart
+            key = str(vl + (k or 0) * plan.vl_offset) if k is None or plan.vl_offset else f"{vl}/set{k}"
             if whole_graph_acyclic:
                 per_vl[key] = {"deadlock_free": True, "cycle": None, "destinations": int(len(lids))}
                 continue

@@ -78,6 +78,16 @@ class Draft:
             self.pointer[key] = (k + 1) % len(occupied)
         return self.take_on(plane, zone, k)
 
+    def rail_group(self, plane: int, zone: str, rails: int) -> int:
+        """The first rail group (leaves g·rails .. g·rails + rails - 1) with a free port on every
+        rail: a rail-optimised node's ports all go to one group."""
+        free = ~self.used[(plane, zone)].all(axis=1)
+        groups = free[: len(free) // rails * rails].reshape(-1, rails).all(axis=1)
+        if not groups.any():
+            raise ModelError(self.lock_file, [Problem("", f"zone {zone} has no rail group with a free port on all "
+                                              f"{rails} rails", "add leaves, or free ports (`loom lock MODEL` after a removal)")])
+        return int(np.argmax(groups))
+
     def take_on(self, plane: int, zone: str, leaf: int, loc: tuple = ()) -> tuple[int, int]:
         """The lowest free node-facing port of edge switch `leaf` → (switch index, port number)."""
         occupied = self.used[(plane, zone)][leaf]
@@ -162,6 +172,14 @@ def port_targets(m: Model, group, nports: int) -> list[tuple[int, str]]:
     return [(0, group.zones[j % len(group.zones)]) for j in range(nports)]
 
 
+def _rails(targets: list[tuple[int, str]]) -> dict[tuple[int, str], list[int]]:
+    """(plane, zone) → the node's NIC port numbers there, in order: port k of that list is rail k."""
+    out: dict[tuple[int, str], list[int]] = {}
+    for j, t in enumerate(targets):
+        out.setdefault(t, []).append(j)
+    return out
+
+
 def step_nodes(d: Draft) -> None:
     """Place every node.  A NIC port the lock places (in the same plane and zone) keeps its
     switch port; the others take the next free port by policy.  A pinned node first takes its
@@ -181,6 +199,8 @@ def step_nodes(d: Draft) -> None:
             node = len(d.nodes)
             d.nodes.append(dict(index=node, name=name, group=g.name, role=g.role, node_type=g.node_type, zones=tuple(g.zones)))
             taken: dict[tuple[int, str], set[int]] = {}
+            rail = _rails(targets) if g.placement == "rail" else {}
+            group: dict[tuple[int, str], int] = {}
             pins = g.pinned.get(name)
             for j, ((nic, p), (plane, zone)) in enumerate(zip(nic_ports, targets)):
                 avoid = taken.setdefault((plane, zone), set())
@@ -190,6 +210,11 @@ def step_nodes(d: Draft) -> None:
                     sw, port = locked
                 elif by_count:
                     sw, port = d.take_on(plane, zone, by_count[i], ("node_groups", gi, "leaf_counts"))
+                elif rail:
+                    rails = rail[(plane, zone)]
+                    if (plane, zone) not in group:
+                        group[(plane, zone)] = d.rail_group(plane, zone, len(rails))
+                    sw, port = d.take_on(plane, zone, group[(plane, zone)] * len(rails) + rails.index(j))
                 else:
                     sw, port = d.take_port(plane, zone, g.placement == "contiguous", avoid)
                 edge = d.switches[sw]["edge"]

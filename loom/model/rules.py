@@ -194,9 +194,26 @@ def homing(model: Model) -> Iterator[Finding]:
             yield Finding(("node_groups", i, "node_type"),
                           f"node type {g.node_type} has {nt.nic_ports} NIC ports, which cannot be spread evenly over {model.planes.count} planes",
                           f"give each node a multiple of {model.planes.count} NIC ports, or change planes.count")
+        if nt and g.placement == "rail":
+            yield from _rail_groups(model, i, g, nt)
         if nt and g.placement == "contiguous" and any(n.ports > 1 for n in nt.nics):
             yield Finding(("node_groups", i, "placement"), "a dual-port NIC's two ports must land on two different leaves; contiguous placement puts them on one",
                           "use placement: spread")
+
+
+def _rail_groups(model: Model, i: int, g: NodeGroup, nt) -> Iterator[Finding]:
+    """placement: rail needs the zone's leaves to split into groups of R rails (R = a node's
+    ports in one plane and zone) and no other placement override."""
+    rails = nt.nic_ports // (model.planes.count if model.planes else 1) // len(g.zones)
+    for zname in g.zones:
+        z = next((z for z in model.zones if z.name == zname), None)
+        if z is not None and (rails < 1 or z.edge_switches % rails):
+            yield Finding(("node_groups", i, "placement"), f"placement: rail puts each of a node's {rails} NIC ports in "
+                          f"zone {zname} on its own rail leaf, but the zone's {z.edge_switches} leaves do not split into "
+                          f"groups of {rails}", f"use a multiple of {rails} leaves, or placement: spread")
+    if g.leaf_counts is not None:
+        yield Finding(("node_groups", i, "leaf_counts"), "leaf_counts and placement: rail both say where nodes go",
+                      "drop one of them")
 
 
 def leaf_counts(model: Model) -> Iterator[Finding]:
@@ -283,13 +300,33 @@ def direction_split(model: Model) -> bool:
     return model.technology == "infiniband" and any(len(v) > 1 for v in border_leaves(model).values())
 
 
+def domains(model: Model) -> list[tuple[str, str | None]]:
+    """The units VL sets are assigned between: a fat-tree zone is one, a BiGraph zone two
+    (zone, "upper") and (zone, "lower"), since a BiGraph's VL set follows the part a packet
+    starts in."""
+    return [d for z in model.zones for d in ([(z.name, "upper"), (z.name, "lower")] if isinstance(z, BiGraph) else [(z.name, None)])]
+
+
 def zone_layers(model: Model) -> list[list[int]] | None:
-    """[source zone][destination zone] → 0 (within a zone, or to a higher-numbered zone: the
-    class's own VL) or 1 (to a lower-numbered zone: the class's second VL); None without the split."""
-    if not direction_split(model):
+    """[source domain][destination domain] (`domains`; one per fat-tree zone) → VL set 0 or 1;
+    None when one VL set suffices.
+    - cross-zone direction split: 0 within a zone or to a higher-numbered zone (the class's own
+      VL), 1 to a lower-numbered zone (the class's second VL);
+    - BiGraph (EFLOPS's separate priority per direction): 0 from the upper part, 1 from the
+      lower part.  Upper→upper paths turn in the lower part and lower→lower paths in the upper
+      part; on one VL the two close credit loops, on their own VL sets neither can."""
+    split = direction_split(model)
+    if not split and not any(isinstance(z, BiGraph) for z in model.zones):
         return None
-    n = len(model.zones)
-    return [[int(a > b) for b in range(n)] for a in range(n)]
+    doms = domains(model)
+    zi = {z.name: i for i, z in enumerate(model.zones)}
+
+    def layer(a: tuple[str, str | None], b: tuple[str, str | None]) -> int:
+        if a[1] is not None:
+            return int(a[1] == "lower")
+        return int(split and zi[a[0]] > zi[b[0]])
+
+    return [[layer(a, b) for b in doms] for a in doms]
 
 
 def monotone_zone_paths(model: Model) -> list[tuple[str, str]]:
@@ -490,7 +527,21 @@ def addressing(model: Model) -> Iterator[Finding]:
                       f"{per_plane} of {a.p2p_pool}", "use a larger pool")
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, leaf_counts, speeds, inter_zone, cross_zone_vls, zone_ports, node_names, pins, missing_links, qos, addressing)
+def slurm(model: Model) -> Iterator[Finding]:
+    """`slurm:`: a role is scheduled one way only; block sizes follow Slurm's rule (each a power
+    of two times the one before: `loom.checks.slurm.check_block_sizes`, the one reading of it)."""
+    from loom.checks.slurm import check_block_sizes
+
+    both = sorted(set(model.slurm.roles) & set(model.slurm.own_switch))
+    if both:
+        yield Finding(("slurm", "own_switch"), f"role(s) {', '.join(both)} are in both slurm.roles and slurm.own_switch",
+                      "list each role in one of them")
+    if model.slurm.block_sizes:
+        for p in check_block_sizes(model.slurm.block_sizes):
+            yield Finding(("slurm", "block_sizes"), p, "give the base block size first, then 2×, 4×, ... of it, e.g. [16, 32, 64]")
+
+
+RULES = (unique_names, references, technology, switch_ports, homing, leaf_counts, speeds, inter_zone, cross_zone_vls, zone_ports, node_names, pins, missing_links, qos, addressing, slurm)
 
 
 def check_rules(model: Model) -> list[Finding]:

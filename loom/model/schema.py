@@ -38,6 +38,7 @@ def Measure(upper: float, **kw):
 #: 32-bit ASNs: 0 and 4294967295 are reserved (RFC 7607, RFC 7300).
 ASN_MAX = 4_294_967_294
 Index = Annotated[int, Field(ge=0, le=65535)]
+NodeRole = Literal["compute", "storage", "management", "other"]
 BusId = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")]
 
 
@@ -213,17 +214,22 @@ class Planes(Strict):
 class NodeGroup(Strict):
     name: Name = Field(description="group name, unique in the model")
     node_type: Name = Field(description="key of node_types")
-    role: Literal["compute", "storage", "management", "other"] = Field(description="what the nodes do")
+    role: NodeRole = Field(description="what the nodes do")
     count: int = Count(1_000_000, description="number of nodes")
     zones: list[Name] = Field(min_length=1, max_length=16, description="zone(s) the nodes attach to; two for dual-homed, k for multi")
     homing: Literal["single", "dual", "multi"] = Field(
         "single", description="dual: NIC port i goes to zones[i mod 2] (one HCA in each zone); multi: k zones, "
         "NIC port i to zones[i mod k] (k ports in k zones)"
     )
-    placement: Literal["spread", "contiguous"] = Field(
-        "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next"
+    placement: Literal["spread", "contiguous", "rail"] = Field(
+        "spread", description="spread: round-robin over leaves; contiguous: fill a leaf before the next; rail "
+        "(rail-optimised): with R NIC ports per node in a plane, the leaves form rail groups of R and NIC port i "
+        "of every node goes to leaf i of its group (the first group with room on all R rails)"
     )
     name_pattern: str = Field("{group}{index:04d}", max_length=64, description="node name; fields {group} {index} {zone}")
+    nvlink_domain: int | None = Field(None, ge=1, le=1024, description="nodes per NVLink domain: the group's nodes, "
+                                      "in index order, form domains of this many (GB200 NVL72: 18); `loom slurm` makes "
+                                      "each domain a topology/block block")
     leaf_counts: dict[Index, Annotated[int, Field(ge=0, le=1024)]] | None = Field(
         None, max_length=65536, description="leaf index → nodes on that leaf, in place of the placement policy (a partly "
         "populated zone): nodes fill the listed leaves in leaf order; the counts add up to `count`; "
@@ -300,6 +306,17 @@ class QosLimits(Strict):
     lossless_priorities: int = Field(2, ge=0, le=8, description="RoCE priorities that can run PFC")
 
 
+class Slurm(Strict):
+    """What `loom slurm` tells Slurm's topology plugins (topology.conf, topology.yaml)."""
+
+    roles: list[NodeRole] = Field(["compute"], max_length=4, description="node roles Slurm schedules under their leaves")
+    own_switch: list[NodeRole] = Field(default_factory=list, max_length=4, description="roles listed under a switch of "
+                                       "their own (`<fabric>-<role>`) instead of their leaves; roles in neither list are left out")
+    block_sizes: list[Annotated[int, Field(ge=1, le=1_000_000)]] | None = Field(None, min_length=1, max_length=16, description="topology/block sizes in nodes: the "
+                                          "base block size first, each next a power-of-two multiple of the one before; "
+                                          "default: the smallest block's size and its doublings up to the block count")
+
+
 class Qos(Strict):
     classes: list[TrafficClass] = Field(min_length=1, max_length=16, description="traffic classes")
     limits: QosLimits = Field(default_factory=QosLimits, description="hardware limits of the fabric's ports")
@@ -321,6 +338,7 @@ class Model(Strict):
     naming: SwitchNaming = Field(default_factory=SwitchNaming, description="switch naming patterns")
     cabling: Cabling | None = Field(None, description="what the cabling sheets need: site and cable catalogue")
     qos: Qos | None = Field(None, description="traffic classes: SL/VL and arbitration (InfiniBand), DSCP/PFC/ETS (RoCE)")
+    slurm: Slurm = Field(default_factory=Slurm, description="Slurm topology: which nodes it schedules, block sizes")
     relayout: bool = Field(False, description="place everything by policy, ignoring the lock file: devices may change "
                            "rack, RU, leaf or port and LIDs may be renumbered, and `loom diff` accepts that churn")
 

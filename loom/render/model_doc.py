@@ -34,6 +34,7 @@ SECTIONS = [
     (schema.Qos, "`qos`: traffic classes and the ports' limits."),
     (schema.TrafficClass, "An entry of `qos.classes`."),
     (schema.QosLimits, "`qos.limits`."),
+    (schema.Slurm, "`slurm`: what `loom slurm` tells Slurm's topology plugins."),
 ]
 
 

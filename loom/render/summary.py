@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import networkx as nx
 import numpy as np
 
 from loom.expand import CABLE_KINDS, SWITCH, Fabric
@@ -94,4 +95,37 @@ def summarize(f: Fabric) -> dict:
     out["capacity"] = {"node_facing_ports": node_facing, "used_by_nodes": host_ports,
                        "used_by_inter_zone": inter, "free": node_facing - host_ports - inter}
     out["racks"] = len(f.racks)
+    out["per_endpoint"] = _per_endpoint(out)
+    big = {z.name: _bigraph_facts(f, z) for z in f.model.zones if z.kind == "bigraph"}
+    if big:
+        out["bigraph"] = big
     return out
+
+
+def _per_endpoint(s: dict) -> dict:
+    """The figures papers compare topologies by (DeepSeek-V3's Table of MPFT / FT2 / FT3, Fire-
+    Flyer's switch counts): endpoints (NIC ports), GPUs, switches, switch-to-switch links and
+    switch ports, and each per endpoint — the network's cost scales with them."""
+    ep = max(s["nic_ports"], 1)
+    links = s["cables"] - s["cables_by_kind"].get("host", 0)
+    ports = sum(v["total"] for v in s["ports"].values())
+    return {"endpoints": s["nic_ports"], "gpus": s["gpus"], "switches": s["switches"], "switch_links": links,
+            "switch_ports": ports, "switches_per_1k_endpoints": round(1000 * s["switches"] / ep, 1),
+            "switch_links_per_endpoint": round(links / ep, 3), "switch_ports_per_endpoint": round(ports / ep, 2),
+            "gpus_per_switch": round(s["gpus"] / max(s["switches"], 1), 1)}
+
+
+def _bigraph_facts(f: Fabric, z) -> dict:
+    """The seed's facts of one BiGraph zone, counted on the expanded fabric (not restated from
+    the model): N²/4 links between the parts, and a switch-to-switch diameter of 2 hops."""
+    c = f.cables
+    kind = CABLE_KINDS.index("bigraph")
+    mine = np.array([s.zone == z.name for s in f.switches])
+    on = (c.kind == kind) & mine[np.where(c.a_kind == SWITCH, c.a_dev, 0)]
+    g = nx.Graph()
+    g.add_nodes_from(np.flatnonzero(mine).tolist())
+    g.add_edges_from(zip(c.a_dev[on].tolist(), c.b_dev[on].tolist()))
+    hosts = sum(1 for p in f.ports if p.zone == z.name)
+    return {"switches": z.switches, "per_part": z.switches // 2, "hosts_per_switch": z.hosts_per_switch,
+            "links": int(on.sum()), "links_n2_over_4": z.switches ** 2 // 4,
+            "diameter_hops": nx.diameter(g) if nx.is_connected(g) else None, "sub_nodes": hosts}

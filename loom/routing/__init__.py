@@ -1,15 +1,16 @@
 """Stage 3: routing engines behind one interface (fabric subnet in, forwarding tables out)."""
 
-from .base import ENGINES, NO_ROUTE, Engine, RoutingError, Tables, get_engine
+from .base import ENGINES, NO_ROUTE, Engine, RoutingError, Tables, engine_for, get_engine
 from .subnet import Subnet, subnet, subnets
 
 
-def route(fabric, engine: str = "fattree", hint: list[Tables] | None = None) -> list[Tables]:
-    """Route every plane (InfiniBand subnet) of the fabric with the named engine, keeping the
-    choices of `hint` (tables of the same planes in force) where balance allows."""
+def route(fabric, engine: str = "auto", hint: list[Tables] | None = None) -> list[Tables]:
+    """Route every plane (InfiniBand subnet) of the fabric with the named engine (`auto`: the
+    one for the model's zone kinds, `routing/auto.py`), keeping the choices of `hint` (tables
+    of the same planes in force) where balance allows."""
     eng = get_engine(engine)
     hints = hint or []
     return [eng.route(sn, hints[i] if i < len(hints) else None) for i, sn in enumerate(subnets(fabric))]
 
 
-__all__ = ["ENGINES", "NO_ROUTE", "Engine", "RoutingError", "Subnet", "Tables", "get_engine", "route", "subnet", "subnets"]
+__all__ = ["ENGINES", "NO_ROUTE", "Engine", "RoutingError", "Subnet", "Tables", "engine_for", "get_engine", "route", "subnet", "subnets"]

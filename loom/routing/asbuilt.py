@@ -11,7 +11,8 @@ An engine plans for the design; the floor has links missing, switches down, part
 3. every group of interchangeable ports is brought to its exact as-built bound, in total and
    per role, over the destinations whose traffic reaches it (`loads.carried`), by a min-cost
    flow that moves as few entries as it can (`loads.rebalance_switch`); level by level, leaf
-   up-ports first, since their choices decide what reaches the spines.
+   up-ports first, since their choices decide what reaches the spines (a BiGraph has one
+   level: each switch's ports across to the other part).
 Because every entry of every switch is legal, any packet goes up, then down (one turn at the
 turn leaf for switch-to-switch traffic): no forwarding loop is possible.
 """
@@ -43,7 +44,9 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     for x in np.flatnonzero(ud.live):
         _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
     # level by level, since a lower level's choices decide what reaches the next one
-    for lay, direction in ((0, "up"), (1, "up"), (2, "down"), (1, "down")):
+    for lay, direction in ((0, "up"), (0, "across"), (1, "up"), (2, "down"), (1, "down")):
+        if direction == "across" and not ud.bigraph.any():
+            continue  # only BiGraph switches have ports across (and `carried` is the costly part)
         used = carried(sn, lft, lids)
         full = np.zeros(lft.shape, bool)
         full[:, lids] = used
@@ -51,9 +54,9 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
         for x in np.flatnonzero(ud.live & (ud.layer == lay)):
             prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
             z = int(ud.zone[x])
-            if lay == 0 and z not in downs:
+            if direction == "up" and lay == 0 and z not in downs:
                 downs[z] = _down_loads(ud, lft, full, target[z], lids)
-            down = downs.get(z) if lay == 0 else None
+            down = downs.get(z) if direction == "up" and lay == 0 else None
             for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
                 if group.direction == direction:
                     rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])

@@ -61,11 +61,17 @@ def register(cls):
 
 
 def get_engine(name: str) -> Engine:
-    from . import fattree  # noqa: F401  (engines register themselves on import)
+    from . import auto, bigraph, fattree  # noqa: F401  (engines register themselves on import)
 
     if name not in ENGINES:
         raise RoutingError(f"unknown routing engine `{name}`; known: {', '.join(sorted(ENGINES))}")
     return ENGINES[name]()
+
+
+def engine_for(model) -> str:
+    """The engine `auto` stands for: `bigraph` when every zone is a BiGraph, else `fattree`
+    (which names any zone it cannot route)."""
+    return "bigraph" if all(z.kind == "bigraph" for z in model.zones) else "fattree"
 
 
 def empty_lft(subnet: Subnet) -> np.ndarray:

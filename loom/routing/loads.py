@@ -159,10 +159,15 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
         renum = np.full(len(pats), -1, np.int64)
         renum[mine] = np.arange(len(mine))
         peer = int(ud.sn.peer_dev[x, ports[cols[0]]])
-        out.append(PortGroup(x, ports[cols], "up" if ud.layer[peer] > ud.layer[x] else "down", lids[rows],
+        out.append(PortGroup(x, ports[cols], _direction(ud.layer[x], ud.layer[peer]), lids[rows],
                              roles[lids[rows]], pats[np.ix_(mine, cols)], renum[dest_pat[rows]],
                              col[np.minimum(entry[rows], len(col) - 1)]))
     return out
+
+
+def _direction(layer: int, peer_layer: int) -> str:
+    """"up", "down", or "across" (a BiGraph's link to the other part: both are node-facing)."""
+    return "up" if peer_layer > layer else "down" if peer_layer < layer else "across"
 
 
 @dataclass

@@ -195,15 +195,26 @@ class UpDown:
             out[self.zone[x], lids] = x
         return out
 
+    @cached_property
+    def bigraph(self) -> np.ndarray:
+        """[X] the switch is in a BiGraph part (upper or lower), where paths go across."""
+        return np.array([self.sn.switch(i).role in ("upper", "lower") for i in range(self.sn.n)], bool)
+
     def candidates(self, x: int, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ports, mask[len(target), len(ports)]): which of switch x's same-zone ports are legal
         next hops towards each target: down towards it if x is above it, else up towards it;
         a switch that reaches it neither way heads for the target's turn leaf (by the same rule)
         and turns up there; failing that (a part of the zone hanging on by one leaf) it takes
-        any neighbour nearer to the target, and the deadlock check judges the result."""
+        any neighbour nearer to the target, and the deadlock check judges the result.
+        In a BiGraph: straight to a target of the other part, and through any switch of the
+        other part that links to a target of the same part (one turn, in the other part)."""
         r, c, p = self.links
         mine = (r == x) & (self.zone[p] == self.zone[x])
         ports, peers = c[mine], p[mine]
+        if self.bigraph[x]:
+            across = self.sn.switch(x).role != np.array([self.sn.switch(int(t)).role for t in target])
+            mask = np.where(across[:, None], peers[None, :] == target[:, None], self.hops[peers[None, :], target[:, None]] == 1)
+            return ports, mask & (target != x)[:, None]
         lower = (self.layer[peers] < self.layer[x])[None, :]
         higher = (self.layer[peers] > self.layer[x])[None, :]
 

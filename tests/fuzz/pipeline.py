@@ -48,8 +48,7 @@ def run_pipeline(path: Path) -> str:
             _under(rel)
     if len(fabric.ports) > ROUTE_PORTS:
         return "ok"
-    if any(z.kind == "bigraph" for z in fabric.model.zones):
-        return "ok"  # no routing engine for BiGraphs yet (what `loom check` says too)
+    _render_slurm(fabric)
     tables = route(fabric)
     qos = plan_qos(fabric.model)
     for t in tables:
@@ -69,6 +68,22 @@ def run_pipeline(path: Path) -> str:
 
         to_csv(cable_plan(fabric, load_catalogue(path, fabric.model.cabling.catalogue)))
     return "ok"
+
+
+def _render_slurm(fabric) -> None:
+    """Slurm's topology files: what `loom slurm` writes must pass the format check (or be
+    refused with a SlurmError naming the fix)."""
+    from loom.checks.slurm import check_topology_yaml
+    from loom.render.slurm import SlurmError, slurm_topology, topology_conf, topology_yaml
+
+    try:
+        t = slurm_topology(fabric)
+    except SlurmError:
+        return
+    topology_conf(t)
+    problems = check_topology_yaml(topology_yaml(t))
+    if problems and not fabric.model.slurm.block_sizes:  # the default block sizes must always be valid
+        raise AssertionError(f"loom slurm would write an invalid topology.yaml: {problems[:3]}")
 
 
 def _render_roce(fabric, tables) -> None:
