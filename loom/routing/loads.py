@@ -285,11 +285,17 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
     return True
 
 
+CHAIN_TRIES = 256
+
+
 def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, cost) -> list[tuple[int, int]]:
     """Two moves where one cannot do: i leaves an over-full port for a port j that is full in
     total but has room for i's role, and some k of another role leaves j for a port with room;
-    the first pair that crowds nothing one level up (`cost`), else the first pair."""
+    the first pair that crowds nothing one level up (`cost`), else the first pair — looking at
+    no more than `CHAIN_TRIES` pairs once one is found (a full search is quartic in the group
+    and took a minute on a zone with a spine down)."""
     first = []
+    tries = 0
     for i in order:
         c, r = chosen[i], roles[i]
         if not (over[c] or over_r[r, c]):
@@ -306,6 +312,9 @@ def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, ord
                     if cost(i, j) + cost(k, m) == 0:
                         return pair
                     first = first or pair
+                    tries += 1
+                    if tries >= CHAIN_TRIES:
+                        return first
     return first
 
 
