@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loom.expand import load_fabric
-from loom.push.opensm_files import managed_part, site_part
+from loom.render.sm_host import managed_part, site_part
 from loom.push.packing import mismatch, unpack
 from loom.push.sim import tools_missing as sim_tools_missing
 

@@ -11,7 +11,7 @@ does not run it: `loom.push.restart_opensm`) for the push; the sweep is awaited 
 log ("SUBNET UP").
 
 Every host gets the same input files (tables, guid2lid, Loom's options block merged into the
-host's own options file, `opensm_files`) before the master reloads, so a failover serves the
+host's own options file, `loom.render.sm_host`) before the master reloads, so a failover serves the
 same tables; `standby_drift` names standbys that hold other files.  Nothing secret is kept:
 the plan records host names, ports, users and paths, never keys; the ssh client gets the
 caller's environment (agent socket) but nothing is logged from it.
@@ -32,11 +32,11 @@ from pathlib import Path
 
 from loom.expand import Fabric
 from loom.routing.subnet import Subnet
+from loom.render.sm_host import SmPaths, managed_block, merge, qos_part
 
 from .daemon import engines_in
 from .errors import PlanError, TargetError
 from .files import TEMP_PREFIX
-from .opensm_files import SmPaths, managed_block, merge, qos_part
 from .qos_readback import qos_jobs
 from .target import INPUTS
 

@@ -10,7 +10,7 @@ goes through these methods; the local state directory `dir` holds the fabric loc
 journal, the audit log and what was applied last, whatever the target.
 
 Input files are named by role, not path: "lfts" (OpenSM's `-U` / `lfts_file`), "conf" (Loom's
-QoS options — on an SSH host merged into the site's options file, see `opensm_files`) and
+QoS options — on an SSH host merged into the site's options file, see `loom.render.sm_host`) and
 "guid2lid" (pinned LIDs).  `None` means "absent" when read and "remove" when written.
 """
 
