@@ -21,13 +21,12 @@ from pathlib import Path
 from loom.expand import Fabric
 from loom.model import ModelError
 from loom.model.reading import load_yaml
-from loom.render.sm_host import SmPaths
+from loom.render.sm_host import INVENTORY_VARS
 
 from .errors import PlanError
 from .ssh import SmHost, host_from_dict
 
 GROUP = "subnet_managers"
-PATH_VARS = {f"opensm_{k}" if k in ("cache_dir", "pidfile") else f"opensm_{k}_path": k for k in SmPaths().as_dict()}
 
 
 def _yaml(path: Path) -> dict:
@@ -81,5 +80,5 @@ def sm_hosts(fabric: Fabric, inventory: Path) -> list[SmHost]:
         out.append(host_from_dict({
             "name": name, "destination": v.get("ansible_host"), "user": v.get("ansible_user"), "port": v.get("ansible_port"),
             "priority": v.get("loom_sm_priority", default_prio), "ca": ports[0].ca,
-            "paths": {k: v[var] for var, k in PATH_VARS.items() if var in v}}, str(hosts_file)))
+            "paths": {k: v[var] for k, var in INVENTORY_VARS.items() if var in v}}, str(hosts_file)))
     return out

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from loom.expand import Fabric
 from loom.routing.subnet import Subnet
-from loom.render.sm_host import SmPaths, managed_block, merge, qos_part
+from loom.render.sm_host import INVENTORY_VARS, SmPaths, managed_block, merge, qos_part
 
 from .daemon import engines_in
 from .errors import PlanError, TargetError
@@ -88,8 +88,8 @@ def host_from_dict(raw: dict, where: str) -> SmHost:
         raise PlanError(f"{where}: unknown OpenSM paths {sorted(set(paths) - set(SmPaths().as_dict()))}; "
                         f"known: {sorted(SmPaths().as_dict())}")
     for k, v in paths.items():
-        if not _clean(v, f"opensm_{k}", where).startswith("/"):
-            raise PlanError(f"{where}: opensm_{k} {v!r} must be an absolute path; fix the inventory")
+        if not _clean(v, INVENTORY_VARS[k], where).startswith("/"):
+            raise PlanError(f"{where}: {INVENTORY_VARS[k]} {v!r} must be an absolute path; fix the inventory")
     port, prio = raw.get("port"), raw.get("priority", 0)
     if port is not None and not (isinstance(port, int) and 0 < port < 65536):
         raise PlanError(f"{where}: ssh port {port!r} of {raw.get('name')!r} is not 1-65535; fix the inventory")
