@@ -3,7 +3,6 @@ message naming the file, field or host (no traceback), and the plan's target is 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loom.expand import Fabric
-from loom.routing.subnet import Subnet
 from loom.render.sm_host import INVENTORY_VARS, SmPaths, managed_block, merge, qos_part
+from loom.routing.subnet import Subnet
 
 from .daemon import engines_in
 from .errors import PlanError, TargetError
@@ -42,7 +42,7 @@ from .target import INPUTS
 
 CONNECT_TIMEOUT = 10  # seconds for ssh to reach a host
 READ_TIMEOUT = 600  # seconds for dump_fts / the QoS read-back on the master
-MISSING = 44  # exit code of `cat_or_missing` for a file that is not there
+MISSING = 44  # exit code of `_cat` on the host for a file that is not there
 SBIN_PATH = 'PATH="$PATH:/usr/sbin:/sbin"'
 
 
