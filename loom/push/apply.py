@@ -93,6 +93,7 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
         raise
     finally:
         lock.release()
+        d.close()
         audit.record(d.dir, "apply", ok=result.ok, outcome=result.message, entries_changed=result.entries_changed,
                      phases=result.phases, seconds=round(time.perf_counter() - t0, 3), **context)
 

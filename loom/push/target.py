@@ -78,6 +78,9 @@ class Target(Protocol):
     def run(self, args: list[str], timeout: float = 120) -> str:
         """Run a read-only command where the master's port is (discovery); return its stdout."""
 
+    def close(self) -> None:
+        """Release connections (the SSH target's multiplexed sessions)."""
+
 
 class SimTarget:
     """The embedded simulated fabric: a thin adapter over `Daemons` (ibsim + one OpenSM)."""
@@ -135,6 +138,9 @@ class SimTarget:
 
     def clean_leftovers(self) -> None:
         self.d.clean_leftovers()
+
+    def close(self) -> None:
+        pass  # nothing held open: the daemons outlive every command
 
     def run(self, args: list[str], timeout: float = 120) -> str:
         import subprocess
