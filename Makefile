@@ -14,10 +14,11 @@ APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils
 
 setup: $(VENV)/.installed apt-deps
 
-$(VENV)/.installed: pyproject.toml
+# pyproject.toml says which versions loom works with; requirements.lock pins the exact set it is tested with
+$(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,ansible]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[test,ansible]'
 	touch $@
 
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and

@@ -17,9 +17,26 @@ from rich.table import Table
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
+app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"loom {version('loom')}", highlight=False)
+        except PackageNotFoundError:
+            out.print("loom (not installed: run from a checkout without `pip install`)", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                            help="print loom's version and exit")) -> None:
+    """Loom: declarative AI-cluster fabrics."""
 
 MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
 
@@ -215,6 +232,157 @@ def check(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json",
         for p in planes:
             _print_check(fabric.name, p)
     raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+def whatif(model: Path = MODEL_ARG,
+           fail: list[str] = typer.Option([], "--fail", help="a cable (SWITCH/PORT, as the cabling sheet's cable ID) or a "
+                                          "switch (NAME) that goes down; repeat for several"),
+           random: int = typer.Option(0, "--random", min=0, help="instead of --fail: K random switch-to-switch cables down"),
+           trials: int = typer.Option(20, "--trials", min=1, max=10_000, help="random draws with --random"),
+           seed: int = typer.Option(0, "--seed", help="random seed for --random"),
+           vs_opensm: list[str] = typer.Option([], "--vs-opensm", help="also measure OpenSM's recompute with this "
+                                               "engine (ftree, updn, minhop) on the same failure in the simulator"),
+           engine: str = ENGINE_OPT, as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+    """What a failure does: the minimal-churn reroute of the design tables, checked (reachability,
+    deadlock freedom per VL, each switch at its as-built bound), the entries it changes against a
+    full recompute, and the up-link bandwidth each leaf keeps.
+
+    Exit 0 when every reroute passes every check and moves only destinations that used a failed
+    cable; 1 otherwise; 2 on a failure name the fabric does not have."""
+    import numpy as np
+
+    from loom.checks.whatif import trials_summary, what_if
+    from loom.expand.failures import FailureSpecError, parse_failures, random_failures
+    from loom.qos import plan_qos
+    from loom.render.whatif_report import print_outcomes, print_trials
+
+    if bool(fail) == bool(random):
+        _print_error("give either --fail NAME (repeatable) or --random K")
+        raise typer.Exit(2)
+    fabric, design = _route(model, engine)
+    qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
+    try:
+        if fail:
+            failure = parse_failures(fabric, fail)
+            outcome = what_if(fabric, failure, design, engine, qos=qos)
+            ok = all(o.ok for o in outcome)
+            report = {"fabric": fabric.name, "failures": fail, "ok": ok, "planes": [o.as_dict() for o in outcome]}
+            if vs_opensm:
+                report["opensm"] = _opensm_recompute(fabric, failure, design, vs_opensm)
+        else:
+            rng = np.random.default_rng(seed)
+            runs = [what_if(fabric, random_failures(fabric, random, rng), design, engine, qos=qos)
+                    for _ in range(trials)]
+            summary = trials_summary(runs)
+            ok = summary["failed_trials"] == 0
+            report = {"fabric": fabric.name, "random": random, "seed": seed, "ok": ok, **summary}
+    except FailureSpecError as exc:
+        raise _input_error(exc, 2) from None
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif fail:
+        print_outcomes(out, fabric.name, fail, outcome, report.get("opensm", {}))
+    else:
+        print_trials(out, fabric.name, random, report)
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+def discover(model: Path = MODEL_ARG,
+             topology: Path | None = typer.Option(None, "--topology", help="a saved `ibnetdiscover` output to compare "
+                                                  "instead of reading the simulated fabric"),
+             fmt: str = typer.Option("text", "--format", help="text | json | csv (the change sheet)"),
+             as_json: bool = typer.Option(False, "--json", help="same as --format json"),
+             out_file: Path | None = typer.Option(None, "--out", help="write the report to this file too"),
+             record: bool = typer.Option(False, "--record", help="write the GUIDs found into the model's lock file")) -> None:
+    """Compare the fabric as built with the model: missing, extra, miswired and swapped cables,
+    wrong speeds, unknown devices — in rack/RU/port terms.  Devices are identified by GUID,
+    name, or their place in the cabling; --record keeps their real GUIDs in the lock file.
+
+    Exit 0 when the fabric is cabled as the model says, 1 when it differs, 2 on a usage or
+    environment error (no fabric to read, unreadable file)."""
+    from loom.checks.cabling import compare
+    from loom.expand.live import TopologyError, parse_ibnetdiscover
+    from loom.render.discover_report import as_csv, as_text
+    from loom.render.discover_report import as_json as report_json
+
+    fmt = "json" if as_json else fmt
+    if fmt not in ("text", "json", "csv"):
+        _print_error(f"--format {fmt}: use text, json or csv")
+        raise typer.Exit(2)
+    fabric = _fabric(model)
+    if fabric.technology != "infiniband":
+        _print_error(f"{model}: discover reads InfiniBand fabrics (ibnetdiscover); {fabric.name} is {fabric.technology}")
+        raise typer.Exit(2)
+    try:
+        text, source = _topology_text(fabric, topology)
+        report = compare(fabric, parse_ibnetdiscover(text, source))
+    except TopologyError as exc:
+        raise _input_error(exc, 2) from None
+    shown = {"text": lambda: as_text(fabric.name, report), "json": lambda: report_json(fabric.name, report),
+             "csv": lambda: as_csv(report)}[fmt]()
+    sys.stdout.write(shown)
+    if out_file:
+        _write(out_file, shown)
+    if record:
+        _record_guids(model, fabric, report)
+    raise typer.Exit(0 if report.clean else 1)
+
+
+def _topology_text(fabric: Fabric, topology: Path | None) -> tuple[str, str]:
+    """The ibnetdiscover text to compare: a saved file (read bounded), else the simulated fabric."""
+    from loom.push.daemon import Daemons
+    from loom.push.sim import SimError
+
+    if topology is not None:
+        from loom.inputs import InputError, read_topology_file
+
+        try:
+            return read_topology_file(topology), str(topology)
+        except InputError as exc:
+            raise _input_error(exc, 2) from None
+    try:
+        return Daemons.of(fabric.name).client(["ibnetdiscover"]).stdout, "the simulated fabric"
+    except SimError as exc:
+        raise _input_error(exc, 2) from None
+
+
+def _record_guids(model: Path, fabric: Fabric, report) -> None:
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import lock_text, with_found_guids
+
+    path = lock_path(model)
+    try:
+        lock = read_lock(path)
+    except ModelError as exc:
+        _print_model_error(model, exc)
+        raise typer.Exit(2) from None
+    if lock is None:
+        _print_error(f"{path} does not exist; write it first with `loom lock {model}`")
+        raise typer.Exit(2)
+    ca_of = {(fabric.nodes[p.node].name, p.nic): p.ca for p in fabric.ports}
+    new, changed = with_found_guids(lock, report.guids, ca_of)
+    if changed:
+        _write(path, lock_text(new))
+    err.print(f"recorded {changed} GUID(s) found on the fabric in {path}" if changed else f"{path}: every GUID found is already recorded",
+              highlight=False, markup=False)
+
+
+def _opensm_recompute(fabric: Fabric, failure, design, engines: list[str]) -> dict:
+    """OpenSM's recompute of the same failure in the simulator, per engine (InfiniBand plane 0)."""
+    from loom.expand.failures import without
+    from loom.push.recompute import opensm_recompute
+    from loom.push.sim import SimError, tools_missing
+
+    if fabric.technology != "infiniband" or tools_missing():
+        _print_error(f"--vs-opensm needs an InfiniBand fabric and the simulator ({', '.join(tools_missing()) or 'ok'})")
+        raise typer.Exit(2)
+    try:
+        return {e: _phase(f"opensm -R {e}, intact and failed", opensm_recompute, fabric, without(fabric, failure), design[0], e)
+                for e in engines}
+    except SimError as exc:
+        raise _input_error(exc, 2) from None
 
 
 def _np_default(o):
@@ -724,10 +892,12 @@ def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--j
     """Show whether the fabric's ibsim and OpenSM run and the subnet is up. Exit 0 if up."""
     from loom.push.daemon import Daemons
     from loom.push.journal import Journal
+    from loom.push.links import links_down
     from loom.push.lock import is_free
 
     d = Daemons.of(_fabric(model).name)
-    s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None}
+    s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
+         "links_down": links_down(d.dir)}
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
     else:
@@ -735,9 +905,53 @@ def sim_status(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--j
                   f"OpenSM: {'running' if s['opensm']['running'] else 'down'} (pid {s['opensm']['pid']})  "
                   f"subnet up: {s['subnet_up']}  sweeps: {s['sweeps']}  engine: {s['routing_engine']}  "
                   f"lock: {'free' if s['lock_free'] else 'held'}"
+                  + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
                   + ("  [yellow]an interrupted apply awaits recovery (any loom command resolves it)[/yellow]"
                      if s["interrupted_apply"] else ""), highlight=False)
     raise typer.Exit(0 if s["subnet_up"] else 1)
+
+
+link_app = typer.Typer(no_args_is_help=True, help="Link events in the simulated fabric: pull a cable, put it back.")
+sim_app.add_typer(link_app, name="link")
+END_A = typer.Argument(..., help="a device and port, `z0-leaf3:21` (or `z0-leaf3/21`); a device alone: all its cables")
+END_B = typer.Argument(None, help="the far end (optional; picks among parallel cables, or checks A's far end)")
+
+
+def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
+    from loom.expand.failures import FailureSpecError, parse_link
+    from loom.push import audit
+    from loom.push.daemon import Daemons
+    from loom.push.links import set_links
+    from loom.push.sim import SimError
+
+    fabric = _fabric(model)
+    try:
+        cables = parse_link(fabric, a, b)
+    except FailureSpecError as exc:
+        raise _input_error(exc, 2) from None
+    d = Daemons.of(fabric.name)
+    if d.fabric_down():
+        _fail(f"the simulated fabric of {fabric.name} is not running; `loom sim up {model}` starts it")
+    try:
+        changed = set_links(d.dir, fabric, cables, up)
+    except SimError as exc:
+        _fail(exc)
+    word = "up" if up else "down"
+    if changed:
+        audit.record(d.dir, f"sim link {word}", cables=changed)
+    out.print(f"link {word}: {', '.join(changed)}" if changed else f"already {word}: nothing to do", highlight=False)
+
+
+@link_app.command("down")
+def sim_link_down(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
+    """Pull a cable (ibsim `Unlink`): OpenSM sees the port go down on its next sweep."""
+    _link_event(model, a, b, up=False)
+
+
+@link_app.command("up")
+def sim_link_up(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
+    """Put a pulled cable back (ibsim `ReLink`)."""
+    _link_event(model, a, b, up=True)
 
 
 TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
@@ -762,6 +976,53 @@ def _target(fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path 
                                         str(ssh_config.resolve()) if ssh_config else None)
     except PlanError as exc:
         _fail(exc)
+
+
+@app.command()
+def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT,
+          ssh_config: Path | None = SSH_CONFIG_OPT,
+          interval: float = typer.Option(5.0, "--interval", min=0.2, help="discover at least this often (seconds); "
+                                         "OpenSM's sweeps trigger a discovery at once"),
+          hold_down: float = typer.Option(10.0, "--hold-down", min=0, help="a cable that comes back counts as down "
+                                          "until it has stayed up this long (seconds)"),
+          duration: float | None = typer.Option(None, "--for", min=0, help="stop after this many seconds (default: "
+                                                "until Ctrl-C / SIGTERM)")) -> None:
+    """Follow the fabric beside OpenSM: when cables or switches go down, apply the minimal-churn
+    reroute (checked, through the same lock, journal and read-back as apply); when they are
+    back and stable, return to the design tables.  Every event goes to the screen and to
+    watch.log in the fabric's state directory, with the time from detection to verified tables."""
+    import signal
+    import time
+
+    from loom.push.errors import PlanError, TargetError
+    from loom.push.watch import Watcher
+
+    fabric = _fabric(model)
+    t = _target(fabric, target, inventory, ssh_config)
+    stop = [False]
+    end = time.monotonic() + duration if duration is not None else None
+
+    def halt(signum, _frame) -> None:
+        stop[0] = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, halt)
+    w = Watcher(model, fabric, t, hold_down=hold_down, log=_print_event)
+    _progress(f"watching {fabric.name} ({t.kind}): discovery at least every {interval:g}s and on every OpenSM sweep, "
+              f"hold-down {hold_down:g}s; log in {t.dir / 'watch.log'}")
+    try:
+        w.run(interval, until=lambda: stop[0] or (end is not None and time.monotonic() >= end))
+    except (PlanError, TargetError) as exc:
+        _fail(exc)
+    _progress("watcher stopped" + (f"; the fabric is routed around {', '.join(sorted(map(fabric.cable_id, w.down)))}"
+                                   if w.down else ""))
+
+
+def _print_event(e) -> None:
+    took = ", ".join(f"{k} {v:.2f}s" for k, v in e.seconds.items() if k != "total")
+    what = {"down": "down", "up": "back"}.get(e.kind, e.kind)
+    out.print(f"{e.detected} {what}: {', '.join(e.changed)} → {e.message} ({e.seconds.get('total', 0):.2f}s from "
+              f"detection: {took})", highlight=False, markup=False)
 
 
 @app.command()

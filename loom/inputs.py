@@ -88,6 +88,16 @@ def read_lft_dump(path: Path, subnet, engine: str):
     return Tables(subnet, lft, engine)
 
 
+# ------------------------------------------------------------------------- topology files
+
+def read_topology_file(path: Path) -> str:
+    """A saved `ibnetdiscover` output (bounded, regular, UTF-8); its lines are checked by the parser."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file; save the fabric's topology with `ibnetdiscover > FILE` on a "
+                         "subnet-manager host")
+    return _text(path, "topology file", tables=True)
+
+
 # ----------------------------------------------------------------------------- host facts
 
 def read_fact_files(directory: Path, names: dict[str, str]) -> dict[str, str]:

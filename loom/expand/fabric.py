@@ -119,6 +119,13 @@ class Fabric:
     def node_index(self) -> dict[str, int]:
         return {n.name: n.index for n in self.nodes}
 
+    def cable_id(self, i: int) -> str:
+        """Cable i's stable ID as the cabling sheet prints it: the switch port it plugs into (node
+        cables) or the lower switch's port (switch cables), e.g. `z0-leaf5/16`."""
+        c = self.cables
+        end = "b" if c.a_kind[i] == HOST else "a"
+        return f"{self.switches[int(getattr(c, end + '_dev')[i])].name}/{int(getattr(c, end + '_port')[i])}"
+
     @cached_property
     def down_switches(self) -> frozenset[int]:
         """Switch indices the model lists as down (`missing_switches`): they stay in the fabric

@@ -185,3 +185,28 @@ def differences(old: Lock, new: Lock, limit: int = 20) -> list[str]:
     if old.fabric != new.fabric:
         out.append(f"fabric: lock {old.fabric}, model {new.fabric}")
     return out[:limit] + ([f"... {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def with_found_guids(lock: Lock, found: dict[str, int], ca_of: dict[tuple[str, str], str]) -> tuple[Lock, int]:
+    """The lock with the GUIDs discovery found (`loom discover --record`): switch node GUIDs by
+    switch name, NIC port GUIDs by `ca:port` (`ca_of` maps (node, nic) to the CA name).
+    Returns the new lock and how many GUIDs changed."""
+    changed = 0
+
+    def update(entry, key: str):
+        nonlocal changed
+        guid = found.get(key)
+        if guid is None or guid == entry.guid:
+            return entry
+        changed += 1
+        return entry.model_copy(update={"guid": guid})
+
+    switches = {name: update(s, name) for name, s in lock.switches.items()}
+    nodes = {}
+    for name, n in lock.nodes.items():
+        ports = {}
+        for k, p in n.ports.items():
+            nic, _, port = k.partition("/")
+            ports[k] = update(p, f"{ca_of.get((name, nic), '')}:{port}")
+        nodes[name] = n.model_copy(update={"ports": ports})
+    return lock.model_copy(update={"switches": switches, "nodes": nodes}), changed

@@ -33,19 +33,24 @@ class Catalogue(Strict):
     media: list[Medium] = Field(min_length=1, max_length=64, description="media, tried in order")
 
 
+#: Catalogues shipped with loom (`loom/catalogue`, a link to `topology/catalogue` in a checkout).
+BUNDLED = Path(__file__).resolve().parents[1] / "catalogue"
+
+
 def catalogue_path(model_path: Path, relative: str) -> Path:
-    """The catalogue a model names, only from under the model's directory or `topology/`."""
+    """The catalogue a model names, only from under the model's directory; `catalogue/NAME`
+    that the model's directory does not have is one of the catalogues shipped with loom."""
     base = Path(os.path.abspath(model_path)).parent
     path = Path(os.path.normpath(base / relative))  # lexical: `..` cannot climb out, links the user made may
-    roots = [base, Path(__file__).resolve().parents[2] / "topology"]
-    if not any(path == r or r in path.parents for r in roots):
-        raise ValueError(f"{relative[:80]!r} is outside the model's directory and topology/")
-    return path
+    if not (path == base or base in path.parents):
+        raise ValueError(f"{relative[:80]!r} is outside the model's directory")
+    shipped = BUNDLED / path.relative_to(base / "catalogue") if (base / "catalogue") in path.parents else None
+    return shipped if shipped is not None and not path.exists() and shipped.is_file() else path
 
 
 def load_catalogue(model_path: Path, relative: str) -> Catalogue:
     """Load the catalogue named by a model (path relative to the model file, under the model's
-    directory or `topology/`); errors name the field, never quote the file's content."""
+    directory, or one shipped with loom); errors name the field, never quote the file's content."""
     from pydantic import ValidationError
 
     from .reading import load_yaml

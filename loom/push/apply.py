@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from loom.expand import load_fabric
-from loom.routing import subnet
+from loom.render.opensm import lfts_dump, tables_from_dump
+from loom.routing import Tables, subnet
 
 from . import audit
 from .checked import check_plan
@@ -32,7 +33,7 @@ from .files import write_all_atomic
 from .journal import Journal
 from .lock import FabricLock, LockHeld
 from .packing import digest_live, mismatch, pack, unpack
-from .plan import has_changes
+from .plan import diff_tables, has_changes
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
 from .qos_readback import digest, mismatches
 from .target import Target, target_of_plan
@@ -76,13 +77,49 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
     d = target_of_plan(plan)
     context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
                "plan_sha256": _file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
+    try:
+        return _under_lock(d, "apply", context, timeout, progress,
+                           lambda: _apply_locked(plan, d, context, timeout, progress, keep_live))
+    finally:
+        d.close()  # the target was made for this plan (a watcher keeps its own open across applies)
+
+
+def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: float = 180,
+                 progress: Callable[[str], None] = _quiet, **context) -> ApplyResult:
+    """Push tables made for the fabric as it stands (a watcher's reroute after a failure, or its
+    return to the design tables), through the same lock, journal, read-back and restore as a
+    plan.  Only the forwarding tables change — OpenSM's options and pinned LIDs stay — so only
+    they are read back.  The caller has checked `tables` on the fabric they were made for."""
+    context = {"fabric": tables.subnet.fabric.name, **context}
+
+    def work() -> ApplyResult:
+        phases: dict[str, float] = {}
+        d.health()
+        live_text = _timed(phases, "read live", d.read_lfts)
+        want = lfts_dump(tables)
+        live = tables_from_dump(tables.subnet, live_text, "live")
+        diff = diff_tables(live, tables)
+        if not diff["entries_changed"]:
+            return ApplyResult(True, "no changes: the fabric already holds these tables", phases)
+        inputs = d.read_inputs()
+        conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
+        change = Change({"lfts": want}, want, None, tables.subnet, diff["entries_changed"], diff["switches_touched"], conf)
+        record = {**context, "model": str(Path(model).resolve()), "desired_lfts": pack(want), "previous_live": pack(live_text)}
+        return _push_verified(d, change, {**inputs, "conf": conf}, record, timeout, progress, phases)
+
+    return _under_lock(d, purpose, context, timeout, progress, work)
+
+
+def _under_lock(d: Target, purpose: str, context: dict, timeout: float, progress, work: Callable[[], ApplyResult]) -> ApplyResult:
+    """Run `work` holding the fabric lock, after settling an interrupted apply, with SIGINT and
+    SIGTERM turned into a restore; every outcome goes to the audit log under `purpose`."""
     t0 = time.perf_counter()
-    lock = take_lock(d, "apply", progress, **context)
+    lock = take_lock(d, purpose, progress, **context)
     result = ApplyResult(False, "not started")
     try:
         recover(d, timeout, progress)
         with _signals_raise():
-            result = _apply_locked(plan, d, context, timeout, progress, keep_live)
+            result = work()
         return result
     except (PlanError, TargetError) as exc:
         result = ApplyResult(False, f"refused: {exc}")
@@ -93,8 +130,7 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
         raise
     finally:
         lock.release()
-        d.close()
-        audit.record(d.dir, "apply", ok=result.ok, outcome=result.message, entries_changed=result.entries_changed,
+        audit.record(d.dir, purpose, ok=result.ok, outcome=result.message, entries_changed=result.entries_changed,
                      phases=result.phases, seconds=round(time.perf_counter() - t0, 3), **context)
 
 
@@ -159,43 +195,66 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
     if not has_changes(plan):
         return ApplyResult(True, "no changes: live tables already match the plan", phases)
-    changes = plan["changes"]["entries_changed"]
+    change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
+                    checked.desired_lfts, checked.qos_intent, checked.tables.subnet,
+                    plan["changes"]["entries_changed"], plan["changes"]["switches_touched"],
+                    restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
+    record = {**context, "model": plan["model"], "desired_lfts": plan["desired_lfts"], "previous_live": plan["previous_lfts"]}
+    return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases)
+
+
+@dataclass
+class Change:
+    """What an apply writes to the target's input files and must then read back."""
+
+    files: dict[str, str | None]  # input files by role ("lfts", "conf", "guid2lid")
+    lfts: str  # the tables the fabric must hold afterwards (OpenSM's dump format)
+    qos_intent: dict | None  # QoS the ports must hold afterwards; None: not read back
+    subnet: object  # the subnet the QoS is read over
+    entries: int
+    switches: int
+    restore_conf: str | None  # the options a restore writes back
+
+
+def _push_verified(d: Target, change: Change, previous: dict[str, str | None], record: dict, timeout: float,
+                   progress, phases: dict) -> ApplyResult:
+    """Journal the intent (with what undoes it), write, push, read back, verify; on any failure
+    restore the previous inputs and verify them.  The caller holds the fabric lock."""
     journal = Journal(d.dir)
-    previous = {**inputs, "conf": current_conf}
-    back_conf = restore_conf(plan["fabric"], current_conf, q["desired_conf"])
     try:
-        journal.begin({**context, "model": plan["model"], "pid": audit.who()["pid"], "desired_lfts": plan["desired_lfts"],
+        journal.begin({**record, "pid": audit.who()["pid"],
                        "previous_files": {k: pack(v) if v is not None else None for k, v in previous.items()},
-                       "restore_conf": back_conf, "previous_live": plan["previous_lfts"]})
+                       "restore_conf": change.restore_conf})
     except OSError as exc:
         raise _nothing_written(d, exc) from None
+    context = {k: record.get(k) for k in ("fabric", "plan", "plan_sha256", "model_sha256") if k in record}
     try:
-        progress(f"writing {changes} changed entries{' and the QoS options' if q['conf_changes'] else ''}")
+        conf_changes = change.files.get("conf", previous.get("conf")) != previous.get("conf")
+        progress(f"writing {change.entries} changed entries{' and the QoS options' if conf_changes else ''}")
         try:
-            d.write_inputs(desired := {"guid2lid": plan["guid2lid"], "conf": q["desired_conf"],
-                                       "lfts": checked.desired_lfts})
+            d.write_inputs(change.files)
         except OSError as exc:
             journal.clear()
             raise _nothing_written(d, exc) from None
         journal.mark("written")
         progress("pushing: " + ("OpenSM restarts on the new inputs and programs every switch and port" if d.kind == "sim"
-                                else "the master's OpenSM reloads its inputs (standbys hold the same files)"))
+                                else "the master's OpenSM restarts on its inputs (standbys hold the same files)"))
         engine = _timed(phases, "push", d.push, timeout)
         if engine != "file":
             raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")
         journal.mark("reloaded")
         progress("reading back and verifying")
         back = _timed(phases, "read back", d.read_lfts)
-        wrong = mismatch(back, checked.desired_lfts)
+        wrong = mismatch(back, change.lfts)
         if wrong:
             raise TargetError(f"read-back differs from the plan: {wrong}")
         qos_back = None
-        if checked.qos_intent is not None:
-            qos_back = _timed(phases, "read back QoS", d.read_qos, checked.tables.subnet)
-            bad = mismatches(qos_back, checked.qos_intent)
+        if change.qos_intent is not None:
+            qos_back = _timed(phases, "read back QoS", d.read_qos, change.subnet)
+            bad = mismatches(qos_back, change.qos_intent)
             if bad:
                 raise TargetError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
-        standbys = _timed(phases, "verify standbys", d.standby_drift, desired)
+        standbys = _timed(phases, "verify standbys", d.standby_drift, {**previous, **change.files})
         if standbys:
             raise TargetError(f"a standby does not hold the applied files: {standbys[0]}")
         d.health()  # OpenSM must still run once verified, not only while it was read
@@ -210,8 +269,8 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
             raise Interrupted(exc.signum, restored) from None
         return ApplyResult(False, f"apply failed: {_reason(exc)}; {restored}", phases)
     ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
-    return ApplyResult(True, f"applied and verified: {changes} entries on {plan['changes']['switches_touched']} switches{ports}",
-                       phases, changes)
+    return ApplyResult(True, f"applied and verified: {change.entries} entries on {change.switches} switches{ports}",
+                       phases, change.entries)
 
 
 def _nothing_written(d: Target, exc: OSError) -> PlanError:

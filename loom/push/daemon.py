@@ -251,18 +251,23 @@ class Daemons:
                 time.sleep(0.01)
 
     # ------------------------------------------------------------------ reading the fabric
-    def dump_fts(self) -> str:
-        """Every switch's LFT as OpenSM's dump format (read over the fabric, not from OpenSM)."""
+    def client(self, args: list[str]) -> subprocess.CompletedProcess:
+        """Run a diagnostic tool (dump_fts, ibnetdiscover, ...) as a client of the fabric from
+        the subnet manager's port; SimError when it fails or hangs."""
         if self.fabric_down():
             self.health()
         try:
             with client_dir() as cwd:
-                res = subprocess.run(["dump_fts"], cwd=cwd, env=self.env(), capture_output=True, text=True,
-                                     timeout=READ_TIMEOUT)
+                res = subprocess.run(args, cwd=cwd, env=self.env(), capture_output=True, text=True, timeout=READ_TIMEOUT)
         except subprocess.TimeoutExpired:
-            raise SimError(f"dump_fts did not finish within {READ_TIMEOUT}s (is ibsim answering?)") from None
+            raise SimError(f"{args[0]} did not finish within {READ_TIMEOUT}s (is ibsim answering?)") from None
         if res.returncode != 0:
-            raise SimError(f"dump_fts failed (exit {res.returncode}): {res.stderr.strip()[-300:]}")
+            raise SimError(f"{args[0]} failed (exit {res.returncode}): {res.stderr.strip()[-300:]}")
+        return res
+
+    def dump_fts(self) -> str:
+        """Every switch's LFT as OpenSM's dump format (read over the fabric, not from OpenSM)."""
+        res = self.client(["dump_fts"])
         # dump_fts exits 0 when it could not read some switches (it only warns): count them
         want, got = self._switches(), res.stdout.count("Unicast lids [")
         if got < want:

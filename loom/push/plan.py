@@ -82,6 +82,11 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     if not target.cabled_as(fabric):
         raise PlanError(f"the fabric is cabled differently from {model_path}: re-cable first (`loom cabling diff` "
                         f"lists the moves; `loom sim up {model_path}` re-cables the simulation)")
+    down = target.dir / "watch.down.json"
+    if down.exists():
+        raise PlanError(f"`loom watch` routes {fabric.name} around cables that are down ({down.read_text().strip()}): "
+                        "a plan of the intact model would route over them; plan once they are back (the watcher "
+                        "returns to the design tables), or `loom whatif` to see the reroute")
     live_text = target.read_lfts()
     live_sha = digest_live(live_text)
     live = tables_from_dump(subnet(fabric, 0), live_text, "live")

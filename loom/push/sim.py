@@ -49,16 +49,22 @@ def client_env(sock: str, host: str, **extra: str) -> dict:
 
 def start_ibsim(fabric: Fabric, plane: int, directory: Path, sock: str, timeout: float) -> subprocess.Popen:
     """Write the net file, start ibsim (limits raised to fit, private socket name, its own
-    session so it can be killed as a group) and wait until its socket is open."""
+    session so it can be killed as a group, its console on a FIFO) and wait until its socket is open."""
     net = write_atomic(directory / "fabric.net", ibsim_net(fabric, plane))
     switches = sum(1 for s in fabric.switches if s.plane == plane)
     cas = len({p.ca for p in fabric.ports if p.plane == plane})
     ports = sum(s.ports + 1 for s in fabric.switches if s.plane == plane) + 2 * cas
     limits = ["-N", str(max(2048, 2 * (switches + cas))), "-S", str(max(256, 2 * switches)), "-P", str(max(13312, 2 * ports))]
-    with open(directory / "ibsim.log", "wb") as log:
-        proc = subprocess.Popen(["ibsim", "-s", "-n", *limits, str(net)], stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, cwd=directory, start_new_session=True,
-                                env=minimal_env(IBSIM_SOCKNAME=sock))
+    from .links import open_console  # its console: link events (loom sim link down|up)
+
+    console = open_console(directory)
+    try:
+        with open(directory / "ibsim.log", "wb") as log:
+            proc = subprocess.Popen(["ibsim", "-s", *limits, str(net)], stdin=console, stdout=log,
+                                    stderr=subprocess.STDOUT, cwd=directory, start_new_session=True,
+                                    env=minimal_env(IBSIM_SOCKNAME=sock))
+    finally:
+        os.close(console)
     deadline = time.monotonic() + timeout
     while f"@{sock}:ctl" not in Path("/proc/net/unix").read_text():
         if proc.poll() is not None or time.monotonic() > deadline:

@@ -142,6 +142,10 @@ class SimTarget:
     def close(self) -> None:
         pass  # nothing held open: the daemons outlive every command
 
+    def sweep_log(self) -> Path:
+        """OpenSM's log, where each finished sweep says SUBNET UP (the watcher follows it)."""
+        return self.d.log
+
     def run(self, args: list[str], timeout: float = 120) -> str:
         import subprocess
 

@@ -171,12 +171,11 @@ def cable_plan(fabric: Fabric, catalogue: Catalogue) -> list[Cable]:
             node = fabric.nodes[hp.node]
             a = End(site, racks.row(node.rack), node.rack, node.ru, node.name, f"{hp.nic}/{hp.port}")
             ha = m.node_types[node.node_type].height_u
-            cid = f"{sb.name}/{int(c.b_port[i])}"
         else:
             sa = fabric.switches[int(c.a_dev[i])]
             a = End(site, racks.row(sa.rack), sa.rack, sa.ru, sa.name, str(int(c.a_port[i])))
             ha = m.switch_models[sa.model].height_u
-            cid = f"{sa.name}/{int(c.a_port[i])}"
+        cid = fabric.cable_id(i)
         run = run_length(fabric, racks, (a.rack, a.ru, ha), (b.rack, b.ru, hb)) + slack
         speed = speed_name[int(c.speed_gbps[i])]
         pick = pick_medium(catalogue, speed, run)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+#: `loom/templates`: in a checkout a link to the top-level `templates/`, in a wheel the files themselves.
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
 @lru_cache(maxsize=1)

@@ -41,7 +41,7 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     target = ud.targets(lft)
     lids = np.flatnonzero(ud.live_lids)
     for x in np.flatnonzero(ud.live):
-        _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids)
+        _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
     # level by level, since a lower level's choices decide what reaches the next one
     for lay, direction in ((0, "up"), (1, "up"), (2, "down"), (1, "down")):
         used = carried(sn, lft, lids)
@@ -58,6 +58,16 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
                 if group.direction == direction:
                     rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
     return warnings
+
+
+def affected_destinations(tables, failed: Subnet) -> np.ndarray:
+    """[lid] True where a switch that still has links sends the LID out of a port whose cable
+    `failed` (the same fabric after failures) no longer has: the destinations a failure forces
+    to move.  A switch left with no links at all is out of service; its entries do not count."""
+    sn = tables.subnet
+    lost = (sn.peer_kind != 0) & (failed.peer_kind == 0)  # [sw, port] cabled in the design, gone now
+    lost &= (failed.peer_kind != 0).any(axis=1)[:, None]
+    return lost[np.arange(sn.n)[:, None], sn.out_port(tables.lft)].any(axis=0)
 
 
 def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.ndarray, lids: np.ndarray) -> DownLoads:
@@ -78,7 +88,10 @@ def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.nda
     return DownLoads(carries.copy(), into, cap, t)
 
 
-def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray) -> None:
+def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> None:
+    """Move each illegal entry of switch x to the legal port least loaded with its destination's
+    role (then in total), so the repair already keeps per-role balance and the rebalance after
+    it has little or nothing to move."""
     t = target[lids]
     routed = (t >= 0) & (t != x)
     lids, t = lids[routed], t[routed]
@@ -95,11 +108,15 @@ def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, li
     if ok.all():
         return
     load = np.bincount(np.maximum(cur[ok], 0), minlength=len(ports)).astype(np.int64)
+    role = roles[lids]
+    load_r = np.zeros((int(role.max()) + 1, len(ports)), np.int64)
+    np.add.at(load_r, (role[ok], cur[ok]), 1)
     for i in np.flatnonzero(~ok):
         legal = np.flatnonzero(mask[i])
         if len(legal) == 0:
             lft[x, lids[i]] = NO_ROUTE
             continue
-        j = int(legal[np.argmin(load[legal])])
+        j = int(legal[np.lexsort((load[legal], load_r[role[i], legal]))[0]])
         lft[x, lids[i]] = ports[j]
         load[j] += 1
+        load_r[role[i], j] += 1

@@ -46,6 +46,11 @@ class Engine(Protocol):
         balance allows, so a change moves as few routes as it must."""
         ...
 
+    def repair(self, subnet: Subnet, tables: Tables) -> Tables:
+        """`tables` (in force on the intact fabric) made right for `subnet`, the same fabric
+        with links or switches down, changing as few entries as the as-built bound allows."""
+        ...
+
 
 ENGINES: dict[str, Callable[[], Engine]] = {}
 

@@ -47,7 +47,7 @@ from loom.expand import CABLE_KINDS
 from loom.model.rules import direction_split
 from loom.model.schema import FatTree2, FatTree3
 
-from .asbuilt import fit_to_fabric
+from .asbuilt import affected_destinations, fit_to_fabric
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft, register
 from .subnet import TO_SWITCH, Subnet
 
@@ -274,7 +274,7 @@ class FatTreeEngine:
             zones.append(Zone(sn, spec))
         lft = empty_lft(sn)
         owner_zone = self._owner_zone(sn, zones)
-        roles = np.array([ROLE_ORDER[sn.lid_role(l)] if self._is_lid(sn, l) else 9 for l in range(sn.max_lid + 1)])
+        roles = self._roles(sn)
         exits = self._zone_exits(sn, zones, owner_zone, roles)
         kept = np.zeros(sn.max_lid + 1, bool)  # destinations whose hinted up-port was kept
         soft = np.zeros(lft.shape, bool)  # single entries kept from the hint against the design's choice
@@ -285,6 +285,22 @@ class FatTreeEngine:
                 _keep_leaf_choices(sn, z, lft, hint, soft)
         warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
         return Tables(sn, lft, self.name, tuple(warnings))
+
+    def repair(self, sn: Subnet, tables: Tables) -> Tables:
+        """The tables in force made right for `sn`, the same fabric after failures: only entries
+        that became illegal move, then each port group is brought back to its as-built bound
+        moving as few entries as it can (`fit_to_fabric`).  What a watcher applies after a link
+        or switch goes down: C4's bar, where one lost uplink costs its leaf 1/U and nobody else
+        anything, not a recompute that reshuffles the whole fabric."""
+        lft = tables.lft.copy()
+        keep = 1 + ~affected_destinations(tables, sn)  # unaffected destinations move last
+        warnings = fit_to_fabric(sn, lft, self._roles(sn), keep.astype(np.int64))
+        return Tables(sn, lft, self.name + "+repair", tuple(warnings))
+
+    @classmethod
+    def _roles(cls, sn: Subnet) -> np.ndarray:
+        """[lid] ROLE_ORDER of each destination's role (9 for unused LIDs)."""
+        return np.array([ROLE_ORDER[sn.lid_role(l)] if cls._is_lid(sn, l) else 9 for l in range(sn.max_lid + 1)])
 
     @staticmethod
     def _is_lid(sn: Subnet, lid: int) -> bool:
