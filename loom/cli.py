@@ -1135,6 +1135,8 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
         p = _phase("read live + route + check + diff", make_plan, model, fabric, d)
     except (PlanError, TargetError) as exc:
         _fail(exc)
+    finally:
+        d.close()
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
     _print_plan(p, out_file or d.dir / "last-plan.json")

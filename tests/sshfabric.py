@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from loom.expand import Fabric
-from loom.push.opensm_files import SmPaths, managed_block, merge
+from loom.render.sm_host import SmPaths, managed_block, merge
 from loom.push.sim import UMAD2SIM, SimFabric
 from loom.render.opensm import guid2lid
 from loom.routing import route

@@ -38,11 +38,30 @@ def test_fire_flyer_inventory_lists_every_host_with_zone_rack_and_numa_correct_n
     assert numa == {"gpu0": 0, "gpu1": 0, "gpu2": 0, "gpu3": 0, "gpu4": 1, "gpu5": 1, "gpu6": 1, "gpu7": 1}
 
 
+def with_bus_ids(model, node_type: str, gpus: list[str], nics: list[str]):
+    """The model with these PCI addresses given to the node type's GPUs and NICs."""
+    nt = model.node_types[node_type]
+    nt = nt.model_copy(update={"gpus": [g.model_copy(update={"bus_id": a}) for g, a in zip(nt.gpus, gpus)],
+                               "nics": [n.model_copy(update={"bus_id": a}) for n, a in zip(nt.nics, nics)]})
+    return model.model_copy(update={"node_types": {**model.node_types, node_type: nt}})
+
+
 def test_four_plane_node_pairs_each_nic_with_the_gpu_on_its_pcie_switch():
-    intent = derive(load_fabric(TOPO / "roce-4plane.yaml").model, "gpu8-nic8")
+    model = load_fabric(TOPO / "roce-4plane.yaml").model
+    intent = derive(model, "gpu8-nic8")
     assert [(p.gpu, p.nic, p.distance) for p in intent.pairs] == [(f"gpu{i}", f"eth{i}", "PIX") for i in range(8)]
     assert intent.env["NCCL_NET_GDR_LEVEL"] == "PIX"
-    assert intent.topology_xml.count("<net ") == 8 and intent.topology_xml.count('class="0x060400"') == 8
+    # no bus_ids in the model: no topology file of guessed addresses (NCCL reads sysfs itself)
+    assert intent.topology_xml == "" and "NCCL_TOPO_FILE" not in intent.env and intent.relaxed_ordering == {}
+    located = derive(with_bus_ids(model, "gpu8-nic8", [f"0000:{0x11 + 2 * i:02x}:00.0" for i in range(8)],
+                                  [f"0000:{0x12 + 2 * i:02x}:00.0" for i in range(8)]), "gpu8-nic8")
+    assert located.topology_xml.count("<net ") == 8 and located.topology_xml.count('class="0x060400"') == 8
+    assert located.env["NCCL_TOPO_FILE"] == "/etc/loom/nccl-topo.xml" and located.relaxed_ordering["eth0"] == "0000:12:00.0"
+
+
+def test_nodes_without_gpus_get_no_nccl_settings():
+    intent = derive(load_fabric(TOPO / "fire-flyer-2.yaml").model, "storage")
+    assert intent.env == {} and intent.topology_xml == "" and intent.pairs == ()
 
 
 def test_parsers_on_sample_outputs():
@@ -67,8 +86,8 @@ def plant(tmp_path: Path, old: str, new: str, file: str = "lspci-vvv.txt") -> Pa
     return d
 
 
-def host_check(facts: Path) -> tuple[int, dict]:
-    r = runner.invoke(app, ["host", "check", str(TOPO / "fire-flyer-2.yaml"), "--host", "z0-c000", "--facts", str(facts), "--json"])
+def host_check(facts: Path, host: str = "z0-c000", model: Path = TOPO / "fire-flyer-2.yaml") -> tuple[int, dict]:
+    r = runner.invoke(app, ["host", "check", str(model), "--host", host, "--facts", str(facts), "--json"])
     assert "Traceback" not in r.output
     return r.exit_code, json.loads(r.output)
 
@@ -95,3 +114,35 @@ def test_relaxed_ordering_off_is_flagged(tmp_path):
 def test_missing_facts_are_an_error(tmp_path):
     r = runner.invoke(app, ["host", "check", str(TOPO / "fire-flyer-2.yaml"), "--host", "z0-c000", "--facts", str(tmp_path)])
     assert r.exit_code == 2 and "missing fact files" in r.output
+
+
+def test_storage_node_with_extra_gpus_and_a_missing_nic_is_flagged():
+    """A compute node's facts (8 GPUs, one HCA) on a storage node (no GPUs, two HCAs)."""
+    code, d = host_check(FACTS, host="st000")
+    assert code == 1
+    unexpected = [m for m in d["mismatches"] if m.startswith("unexpected GPU at ")]
+    assert len(unexpected) == 8 and "NVIDIA" in unexpected[0]
+    assert "NIC mlx5_1: missing (lspci shows 1 NICs, the model has 2)" in d["mismatches"]
+
+
+def test_model_bus_id_is_an_expectation(tmp_path):
+    model_text = (TOPO / "fire-flyer-2.yaml").read_text()
+    nic = "      - {name: mlx5_0, root_complex: "
+    at = model_text.index(nic)  # the a100-pcie node type's HCA comes first
+    end = model_text.index("}", at)
+    (tmp_path / "ff2.yaml").write_text(model_text[:end] + ", bus_id: '0000:c1:00.0'" + model_text[end:])
+    code, d = host_check(FACTS, model=tmp_path / "ff2.yaml")
+    assert code == 1
+    assert any(m.startswith("NIC mlx5_0: missing (the model expects it at 0000:c1:00.0") for m in d["mismatches"])
+    assert any(m.startswith("unexpected NIC at 0000:30:00.0") for m in d["mismatches"])
+
+
+def test_a_second_function_of_a_nic_is_not_a_second_nic(tmp_path):
+    text = (FACTS / "lspci-vvv.txt").read_text()
+    block = text[text.index("30:00.0 Infiniband"):]
+    block = block[: block.find("\n\n") + 2] if "\n\n" in block else block + "\n"
+    d = tmp_path / "facts"
+    shutil.copytree(FACTS, d)
+    (d / "lspci-vvv.txt").write_text(text.rstrip("\n") + "\n\n" + block.replace("30:00.0", "30:00.1", 1))
+    code, out = host_check(d)
+    assert code == 0, out

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loom.expand import load_fabric
-from loom.push.opensm_files import managed_part, site_part
+from loom.render.sm_host import managed_part, site_part
 from loom.push.packing import mismatch, unpack
 from loom.push.sim import tools_missing as sim_tools_missing
 
@@ -100,3 +100,26 @@ def test_failover_to_the_standby_keeps_the_tables(pair, ssh_state, tmp_path):
     wait_for("the standby to take over", lambda: "Entering MASTER state" in log_text(log) and sweeps(log) > before, 90)
     assert "file tables configured" in log_text(log).split("Entering MASTER state")[-1]
     assert mismatch(pair.dump_fts(), want) is None
+
+
+def test_fire_flyer_over_ssh_apply_no_changes_failover(tmp_path, monkeypatch):
+    """The acceptance run on the two-zone fabric: a verified apply over ssh, then "No changes",
+    then the standby takes over and serves the same tables."""
+    monkeypatch.setenv("LOOM_SSH_STATE_DIR", str(tmp_path / "ssh-state"))
+    ff2 = str(TINY).replace("tiny.yaml", "fire-flyer-2.yaml")
+    with SmPair(load_fabric(ff2), tmp_path / "pair", ("z0-m00", "st000")) as pair:
+        args = ["--target", "ssh", "--inventory", str(pair.inventory), "--ssh-config", str(pair.ssh_config)]
+        code, out = loom("plan", ff2, "--out", str(tmp_path / "plan.json"), *args)
+        assert code == 2, out
+        code, out = loom("apply", str(tmp_path / "plan.json"))
+        assert code == 0 and f"QoS verified on {2 * 1604 + 1584 + 1584} ports" in out, out
+        code, out = loom("plan", ff2, "--out", str(tmp_path / "again.json"), *args)
+        assert code == 0 and "No changes" in out, out
+        want = unpack(json.loads((tmp_path / "again.json").read_text())["desired_lfts"])
+        master, standby = pair.hosts
+        log = Path(standby.paths.log)
+        before = sweeps(log)
+        pair.kill_opensm(master)
+        wait_for("the standby to take over", lambda: "Entering MASTER state" in log_text(log) and sweeps(log) > before, 120)
+        assert "file tables configured" in log_text(log).split("Entering MASTER state")[-1]
+        assert mismatch(pair.dump_fts(), want) is None

@@ -10,10 +10,14 @@
 - NCCL environment: NCCL_IB_HCA (NIC:port for every cabled port), the SL/TC of the `nccl`
   traffic class when the model has one, NCCL_SOCKET_IFNAME (bootstrap off the fabric:
   `^lo,docker`), NCCL_NET_GDR_LEVEL (the worst distance a GPU has to its NIC, so GPUDirect RDMA
-  stays on for every pair), NCCL_TOPO_FILE.
+  stays on for every pair), and NCCL_TOPO_FILE only when the model gives every GPU and NIC its
+  real PCI address (`bus_id`): a topology file of made-up addresses would mislead NCCL, which
+  otherwise reads the topology from sysfs itself.  Node types without GPUs get no NCCL settings.
 - NIC IRQ affinity: the NIC's NUMA-local cores.  RDMA: memlock unlimited.
 - PCIe relaxed ordering: firmware `mlxconfig -d <NIC> set PCI_WR_ORDERING=1` and the PCIe Device
-  Control "Enable Relaxed Ordering" bit (bit 4 of CAP_EXP+8) on each NIC, set at every boot.
+  Control "Enable Relaxed Ordering" bit (bit 4 of CAP_EXP+8) on each NIC, set at every boot on
+  the device the NIC's name resolves to in sysfs (the host_tuning role's boot script); the
+  model's `bus_id`s are expectations `loom host check` compares, never addresses to write to.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ class HostIntent:
     nic_cpus: dict[str, str]
     env: dict[str, str]
     topology_xml: str
-    relaxed_ordering: dict[str, str] = field(default_factory=dict)  # NIC → PCI address
+    relaxed_ordering: dict[str, str] = field(default_factory=dict)  # NIC → its model bus_id (an expectation)
     memlock: str = "unlimited"
 
 
@@ -138,15 +142,16 @@ def derive(model: Model, node_type: str) -> HostIntent:
     nt = model.node_types[node_type]
     rc_numa = numa_of(nt)
     pairs = pair_gpus(nt)
+    located = all(d.bus_id for d in list(nt.gpus) + list(nt.nics))
     env = {
         "NCCL_IB_HCA": ",".join(f"{n.name}:{p}" for n in nt.nics for p in range(1, n.ports + 1)),
         "NCCL_SOCKET_IFNAME": "^lo,docker",
-        "NCCL_TOPO_FILE": "/etc/loom/nccl-topo.xml",
-    }
+        **({"NCCL_TOPO_FILE": "/etc/loom/nccl-topo.xml"} if located else {}),
+    } if nt.gpus else {}
     if pairs:
         env["NCCL_NET_GDR_LEVEL"] = max((p.distance for p in pairs), key=RANKS.index)
     qos = plan_qos(model)
-    if qos:
+    if qos and nt.gpus:
         nccl = next((c for c in qos.classes if "NCCL_IB_SL" in c.env or "NCCL_IB_TC" in c.env), None)
         if nccl:
             env.update({k: v for k, v in nccl.env.items() if k.startswith("NCCL_")})
@@ -158,6 +163,6 @@ def derive(model: Model, node_type: str) -> HostIntent:
         pairs=tuple(pairs),
         nic_cpus={n.name: cpus(nt, rc_numa[n.root_complex]) for n in nt.nics},
         env=env,
-        topology_xml=topology_xml(nt, speeds),
-        relaxed_ordering={n.name: pci_address(nt, n) for n in nt.nics},
+        topology_xml=topology_xml(nt, speeds) if nt.gpus and located else "",
+        relaxed_ordering={n.name: n.bus_id for n in nt.nics if n.bus_id},
     )

@@ -80,8 +80,11 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
     d = target_of_plan(plan)
     context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
                "plan_sha256": _file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
-    return _under_lock(d, "apply", context, timeout, progress,
-                       lambda: _apply_locked(plan, d, context, timeout, progress, keep_live))
+    try:
+        return _under_lock(d, "apply", context, timeout, progress,
+                           lambda: _apply_locked(plan, d, context, timeout, progress, keep_live))
+    finally:
+        d.close()  # the target was made for this plan (a watcher keeps its own open across applies)
 
 
 def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: float = 180,
@@ -242,7 +245,7 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
             raise _nothing_written(d, exc) from None
         journal.mark("written")
         progress("pushing: " + ("OpenSM restarts on the new inputs and programs every switch and port" if d.kind == "sim"
-                                else "the master's OpenSM reloads its inputs (standbys hold the same files)"))
+                                else "the master's OpenSM restarts on its inputs (standbys hold the same files)"))
         engine = _timed(phases, "push", d.push, timeout)
         if engine != "file":
             raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")

@@ -7,7 +7,7 @@ site's own): the `subnet_managers` group of `hosts.yml`, with variables from
     loom_sm_priority                            OpenSM priority 0-15 (default: 15 for the
                                                 model's `subnet_manager`, 1 for the others)
     opensm_conf_path, opensm_lfts_path,         where OpenSM's inputs live (Debian's defaults,
-    opensm_cache_dir, opensm_log_path,          `opensm_files.SmPaths`); the opensm role reads
+    opensm_cache_dir, opensm_log_path,          `loom.render.sm_host.SmPaths`); the opensm role reads
     opensm_pidfile                              the same variables
 
 Every host must be a node of the model with a port on the subnet (its CA is where the QoS
@@ -21,13 +21,12 @@ from pathlib import Path
 from loom.expand import Fabric
 from loom.model import ModelError
 from loom.model.reading import load_yaml
+from loom.render.sm_host import INVENTORY_VARS
 
 from .errors import PlanError
-from .opensm_files import SmPaths
 from .ssh import SmHost, host_from_dict
 
 GROUP = "subnet_managers"
-PATH_VARS = {f"opensm_{k}" if k in ("cache_dir", "pidfile") else f"opensm_{k}_path": k for k in SmPaths().as_dict()}
 
 
 def _yaml(path: Path) -> dict:
@@ -81,5 +80,5 @@ def sm_hosts(fabric: Fabric, inventory: Path) -> list[SmHost]:
         out.append(host_from_dict({
             "name": name, "destination": v.get("ansible_host"), "user": v.get("ansible_user"), "port": v.get("ansible_port"),
             "priority": v.get("loom_sm_priority", default_prio), "ca": ports[0].ca,
-            "paths": {k: v[var] for var, k in PATH_VARS.items() if var in v}}, str(hosts_file)))
+            "paths": {k: v[var] for k, var in INVENTORY_VARS.items() if var in v}}, str(hosts_file)))
     return out

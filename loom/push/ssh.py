@@ -11,7 +11,7 @@ does not run it: `loom.push.restart_opensm`) for the push; the sweep is awaited 
 log ("SUBNET UP").
 
 Every host gets the same input files (tables, guid2lid, Loom's options block merged into the
-host's own options file, `opensm_files`) before the master reloads, so a failover serves the
+host's own options file, `loom.render.sm_host`) before the master reloads, so a failover serves the
 same tables; `standby_drift` names standbys that hold other files.  Nothing secret is kept:
 the plan records host names, ports, users and paths, never keys; the ssh client gets the
 caller's environment (agent socket) but nothing is logged from it.
@@ -31,18 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loom.expand import Fabric
+from loom.render.sm_host import INVENTORY_VARS, SmPaths, managed_block, merge, qos_part
 from loom.routing.subnet import Subnet
 
 from .daemon import engines_in
 from .errors import PlanError, TargetError
 from .files import TEMP_PREFIX
-from .opensm_files import SmPaths, managed_block, merge, qos_part
 from .qos_readback import qos_jobs
 from .target import INPUTS
 
 CONNECT_TIMEOUT = 10  # seconds for ssh to reach a host
 READ_TIMEOUT = 600  # seconds for dump_fts / the QoS read-back on the master
-MISSING = 44  # exit code of `cat_or_missing` for a file that is not there
+MISSING = 44  # exit code of `_cat` on the host for a file that is not there
 SBIN_PATH = 'PATH="$PATH:/usr/sbin:/sbin"'
 
 
@@ -88,8 +88,8 @@ def host_from_dict(raw: dict, where: str) -> SmHost:
         raise PlanError(f"{where}: unknown OpenSM paths {sorted(set(paths) - set(SmPaths().as_dict()))}; "
                         f"known: {sorted(SmPaths().as_dict())}")
     for k, v in paths.items():
-        if not _clean(v, f"opensm_{k}", where).startswith("/"):
-            raise PlanError(f"{where}: opensm_{k} {v!r} must be an absolute path; fix the inventory")
+        if not _clean(v, INVENTORY_VARS[k], where).startswith("/"):
+            raise PlanError(f"{where}: {INVENTORY_VARS[k]} {v!r} must be an absolute path; fix the inventory")
     port, prio = raw.get("port"), raw.get("priority", 0)
     if port is not None and not (isinstance(port, int) and 0 < port < 65536):
         raise PlanError(f"{where}: ssh port {port!r} of {raw.get('name')!r} is not 1-65535; fix the inventory")

@@ -10,7 +10,7 @@ goes through these methods; the local state directory `dir` holds the fabric loc
 journal, the audit log and what was applied last, whatever the target.
 
 Input files are named by role, not path: "lfts" (OpenSM's `-U` / `lfts_file`), "conf" (Loom's
-QoS options — on an SSH host merged into the site's options file, see `opensm_files`) and
+QoS options — on an SSH host merged into the site's options file, see `loom.render.sm_host`) and
 "guid2lid" (pinned LIDs).  `None` means "absent" when read and "remove" when written.
 """
 
@@ -79,6 +79,9 @@ class Target(Protocol):
     def run(self, args: list[str], timeout: float = 120) -> str:
         """Run a read-only command where the master's port is (discovery); return its stdout."""
 
+    def close(self) -> None:
+        """Release connections (the SSH target's multiplexed sessions)."""
+
 
 class SimTarget:
     """The embedded simulated fabric: a thin adapter over `Daemons` (ibsim + one OpenSM)."""
@@ -136,6 +139,9 @@ class SimTarget:
 
     def clean_leftovers(self) -> None:
         self.d.clean_leftovers()
+
+    def close(self) -> None:
+        pass  # nothing held open: the daemons outlive every command
 
     def sweep_log(self) -> Path:
         """OpenSM's log, where each finished sweep says SUBNET UP (the watcher follows it)."""

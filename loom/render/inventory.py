@@ -1,6 +1,9 @@
 """The Ansible inventory of a fabric: `hosts.yml` (groups by role, zone, plane, rack, node type,
 and `subnet_managers`), `group_vars/nodetype_<type>.yml` with the host settings derived for the
-node type, `host_vars/<host>.yml` with what is the host's own (zone, rack, RU, fabric ports)."""
+node type, `host_vars/<host>.yml` with what is the host's own (zone, rack, RU, fabric ports),
+and for the subnet managers of an InfiniBand fabric what the `opensm` role installs:
+`group_vars/subnet_managers.yml` (QoS options, where the tables are), `files/lfts.dump`,
+`files/guid2lid` and `loom_sm_priority` (15, the master) in the SM host's host_vars."""
 
 from __future__ import annotations
 
@@ -12,8 +15,15 @@ from loom.expand import Fabric
 from loom.host import derive
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (options files, NCCL topology) as literal blocks, readable in a diff."""
+
+
+_Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None))
+
+
 def _dump(data) -> str:
-    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=120)
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
 
 
 def networkd(fabric: Fabric, node: int) -> dict:
@@ -48,10 +58,14 @@ def inventory(fabric: Fabric) -> dict[str, str]:
                             **({"lid": p.lid, "guid": f"0x{p.guid:016x}"} if fabric.technology == "infiniband"
                                else {"address": p.address})} for p in ports[n.index]],
         }
+    files: dict[str, str] = {}
     if fabric.model.subnet_manager:
         groups["subnet_managers"].add(fabric.model.subnet_manager)
-    files = {"hosts.yml": _dump({"all": {"children": {g: {"hosts": {h: None for h in sorted(hs)}}
-                                                      for g, hs in sorted(groups.items())}}})}
+        if fabric.technology == "infiniband":
+            host_vars[fabric.model.subnet_manager]["loom_sm_priority"] = 15
+            files |= subnet_manager_files(fabric)
+    files["hosts.yml"] = _dump({"all": {"children": {g: {"hosts": {h: None for h in sorted(hs)}}
+                                                      for g, hs in sorted(groups.items())}}})
     for name, vars_ in host_vars.items():
         files[f"host_vars/{name}.yml"] = _dump(vars_)
     for nt in sorted({n.node_type for n in fabric.nodes}):
@@ -67,3 +81,24 @@ def inventory(fabric: Fabric) -> dict[str, str]:
             "host_tuning_memlock": intent.memlock,
         })
     return files
+
+
+def subnet_manager_files(fabric: Fabric) -> dict[str, str]:
+    """The opensm role's inputs: the tables `loom route` computes (OpenSM's file engine), the
+    pinned LIDs, and the QoS options of the model's traffic classes (`qos FALSE` without)."""
+    from loom.qos import plan_qos
+    from loom.qos.render import opensm_qos_conf
+    from loom.render.opensm import guid2lid, lfts_dump
+    from loom.routing import route
+
+    tables = route(fabric)[0]
+    qos = plan_qos(fabric.model)
+    return {
+        "group_vars/subnet_managers.yml": _dump({
+            "opensm_qos_options": opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n",
+            "opensm_lfts_src": "{{ inventory_dir }}/files/lfts.dump",
+            "opensm_guid2lid_src": "{{ inventory_dir }}/files/guid2lid",
+        }),
+        "files/lfts.dump": lfts_dump(tables),
+        "files/guid2lid": guid2lid(tables),
+    }

@@ -21,9 +21,8 @@ def test_relaxed_ordering_at_boot(host):
     script = host.file("/usr/local/sbin/loom-host-tuning")
     assert script.mode == 0o755
     text = script.content_string
-    assert "setpci -s 0000:10:00.0 CAP_EXP+8.w=0010:0010" in text
-    assert "set PCI_WR_ORDERING=1" in text
-    assert "echo 0-47 > /proc/irq/$irq/smp_affinity_list" in text
+    assert "for nic in eth0 eth1; do" in text and "0000:10:00.0" not in text  # resolved in sysfs, not from the model
+    assert 'setpci -s "$addr" CAP_EXP+8.w=0010:0010' in text and "set PCI_WR_ORDERING=1" in text
     unit = host.file("/etc/systemd/system/multi-user.target.wants/loom-host-tuning.service")
     assert unit.is_symlink and unit.linked_to == "/etc/systemd/system/loom-host-tuning.service"
 

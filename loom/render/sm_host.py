@@ -40,6 +40,11 @@ class SmPaths:
         return asdict(self)
 
 
+# the inventory variable of each path (the opensm role's defaults and the SSH target read them)
+INVENTORY_VARS = {"conf": "opensm_conf_path", "lfts": "opensm_lfts_path", "cache_dir": "opensm_cache_dir",
+                  "log": "opensm_log_path", "pidfile": "opensm_pidfile"}
+
+
 def routing_options(paths: SmPaths, priority: int) -> str:
     return render("opensm/loom-routing.conf.j2", lfts_path=paths.lfts, priority=priority)
 
