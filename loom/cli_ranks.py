@@ -17,7 +17,10 @@ def ranks_cmd(model: Path = typer.Argument(..., help="model file (YAML), e.g. to
     """Rank order for a job and a collective that keeps each step's pairs on the fewest links:
     EFLOPS's HDRM for halving-doubling on a BiGraph, leaf-contiguous orders on fat trees.
     Reports each step's link congestion (most flows on one link, switch hops) for the mapping
-    and for the naive order (nodes as given).  Plane 0's endpoints are the ranks."""
+    and for the naive order (nodes as given).  Plane 0's endpoints are the ranks.
+
+    Exit 0 done; 1 an invalid model, or a job the model cannot place (unknown nodes, bad hostlist);
+    2 usage error."""
     import numpy as np
 
     from loom.checks.congestion import collective_load

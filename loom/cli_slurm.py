@@ -12,7 +12,9 @@ def slurm_cmd(model: Path = typer.Argument(..., help="model file (YAML), e.g. to
     """Write DIR/topology.conf (topology/tree: leaves with their nodes, pods, zones) and
     DIR/topology.yaml (Slurm 25.05+: a `tree` and a `block` topology), from the model and its
     lock file, before a single cable exists.  Both are checked against Slurm's format first;
-    nothing is written if they fail."""
+    nothing is written if they fail.
+
+    Exit 0 written; 1 an invalid model or topology; 2 usage error."""
     from loom.checks.slurm import check_topology_yaml
     from loom.cli import _fabric, _print_error, _write_under, err, out
     from loom.render.slurm import SlurmError, slurm_topology, topology_conf, topology_yaml
