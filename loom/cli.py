@@ -832,5 +832,10 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
     raise typer.Exit(0 if res.ok else 1)
 
 
+from loom.netbox.commands import netbox_app  # noqa: E402  (its own module; imports nothing heavy at load)
+
+app.add_typer(netbox_app, name="netbox")
+
+
 if __name__ == "__main__":
     app()
