@@ -90,7 +90,7 @@ class Client:
                                 r"timed out|certificate verify failed).*$", r"\1", reason, flags=re.S)
                 raise NetBoxError(f"NetBox at {self.url} is unreachable ({reason[:200]}); fix: check NETBOX_URL "
                                   "and that NetBox is running") from None
-            except pynetbox.ContentError:
+            except (pynetbox.ContentError, requests.exceptions.JSONDecodeError):
                 raise NetBoxError(f"{self.url} did not answer like a NetBox API ({what}); "
                                   "fix: check NETBOX_URL (the NetBox base URL, without /api)") from None
         raise AssertionError("unreachable")

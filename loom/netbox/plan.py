@@ -134,6 +134,8 @@ def compare(intent: dict[str, dict[str, dict]], state: State, fabric_name: str) 
                 if kind == "devices":
                     new_devices.add(key)
             elif not _ours(kind, key, have, owned_devices, owned_types):
+                if kind in ("interfaces", "interface_templates"):
+                    continue  # its device (type) is the conflict, named once
                 conflicts.append(f"{_what(kind)} {key} (id {have['id']}) exists in NetBox but is not Loom's (no "
                                  f"`loom` tag); fix: delete or rename it in NetBox, or tag it `loom` to hand it to Loom")
             else:
