@@ -118,7 +118,7 @@ class NetBox:
     def start(self) -> None:
         ensure_cache()
         self.pg.start()
-        self._redis()
+        self.procs.append(_redis(self.root, self.redis_port))
         _run(self.pg.client("createdb", "netbox"))
         _run(self.pg.client("pg_restore", "--no-owner", "-d", "netbox", CACHE / "migrated.dump"))
         self.token = (CACHE / "token").read_text().strip()
@@ -130,26 +130,33 @@ class NetBox:
             start_new_session=True))
         _wait_http(f"{self.url}/api/status/", self.procs[-1], self.root / "gunicorn.log")
 
-    def _redis(self) -> None:
-        self.procs.append(subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.redis_port), "--save", "", "--appendonly", "no",
-             "--dir", str(self.root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
 
     def stop(self) -> None:
         for p in reversed(self.procs):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+            _stop(p)
         self.procs.clear()
         self.pg.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def env(self) -> dict[str, str]:
         return {"NETBOX_URL": self.url, "NETBOX_TOKEN": self.token}
+
+
+def _redis(root: Path, port: int) -> subprocess.Popen:
+    """Redis on 127.0.0.1:`port`, no persistence (NetBox's cache and task queue)."""
+    return subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly",
+                             "no", "--dir", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _configuration(root: Path, pg_port: int, redis_port: int) -> Path:
@@ -222,11 +229,12 @@ def _build_dump() -> None:
     print("netboxlab: migrating a fresh NetBox database (~8 min on 2 cores, once)", file=sys.stderr)
     root = Path(tempfile.mkdtemp(prefix="loom-netbox-build-"))
     os.chmod(root, 0o755)
-    pg = Postgres(root)
+    pg, redis_port = Postgres(root), _free_port()
+    redis = _redis(root, redis_port)
     try:
         pg.start()
         _run(pg.client("createdb", "netbox"))
-        conf = _configuration(root, pg.port, _free_port())
+        conf = _configuration(root, pg.port, redis_port)
         env = _env(conf)
         _run([CACHE / "venv/bin/python", "-m", "netbox", "migrate", "--no-input"], env=env, timeout=3600)
         token = secrets.token_hex(20)
@@ -242,6 +250,7 @@ def _build_dump() -> None:
         os.replace(tmp, CACHE / "migrated.dump")
     finally:
         pg.stop()
+        _stop(redis)
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -53,8 +53,9 @@ def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lam
                 client.call(lambda b=body: endpoint(client, kind).update(b), what=f"change {kind}")
                 done["update"] += len(chunk)
                 progress(f"changed {len(chunk)} {kind}")
-    except NetBoxError as exc:
-        raise NetBoxError(f"{exc}\n{sum(done.values())} object(s) were written before this; they are Loom's, and "
+    except (NetBoxError, KeyboardInterrupt) as exc:
+        why = str(exc) if isinstance(exc, NetBoxError) else "interrupted"
+        raise NetBoxError(f"{why}\n{sum(done.values())} object(s) were written before this; they are Loom's, and "
                           "rerunning `loom netbox apply` finishes the rest") from None
     return done
 

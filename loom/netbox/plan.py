@@ -105,7 +105,8 @@ def _want(f: str, v) -> object:
 
 
 def differences(kind: str, want: dict, have: dict) -> dict:
-    """Managed field → (NetBox's value, the intent's) where they differ."""
+    """Managed field → (NetBox's value in the intent's terms, the intent's value as it is, a
+    `Ref` unresolved) where they differ."""
     out = {}
     for f, v in want.items():
         if f in CREATE_ONLY:
@@ -115,7 +116,7 @@ def differences(kind: str, want: dict, have: dict) -> dict:
         else:
             h, w = value(kind, f, have.get(f)), _want(f, v)
         if h != w and not (h in (None, "") and w in (None, "")):
-            out[f] = (h, w)
+            out[f] = (h, v)
     return out
 
 
