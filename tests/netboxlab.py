@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -125,7 +126,7 @@ class NetBox:
         conf = _configuration(self.root, self.pg.port, self.redis_port)
         self.procs.append(subprocess.Popen(
             [str(CACHE / "venv/bin/python"), "-m", "gunicorn", "--bind", f"127.0.0.1:{self.http_port}",
-             "--workers", str(self.workers), "--timeout", "900", "netbox.wsgi"],
+             "--workers", str(self.workers), "--timeout", "900", "--preload", "netbox.wsgi"],
             env=_env(conf), stdout=open(self.root / "gunicorn.log", "w"), stderr=subprocess.STDOUT,
             start_new_session=True))
         _wait_http(f"{self.url}/api/status/", self.procs[-1], self.root / "gunicorn.log")
@@ -193,6 +194,8 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120
         try:
             with urllib.request.urlopen(url, timeout=5):
                 return
+        except urllib.error.HTTPError:
+            return  # it answers (403 without a token: NetBox requires login)
         except OSError:
             time.sleep(0.5)
     raise RuntimeError(f"NetBox did not answer at {url} within {timeout:.0f} s:\n{log.read_text()[-3000:]}")
