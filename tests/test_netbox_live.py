@@ -88,6 +88,7 @@ def test_acceptance_on_a_live_netbox(netbox, model):
     nb.dcim.devices.get(other.id).delete()
     code, out = loom(netbox, "netbox", "apply", model)
     assert code == 0, out
+    assert loom(netbox, "lock", model)[0] == 0  # the model change records its node in the lock, as always
     assert loom(netbox, "netbox", "plan", model)[0] == 0
     assert nb.dcim.sites.get(hand.id).name == "hand-made"
 

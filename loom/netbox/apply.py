@@ -1,7 +1,7 @@
 """Carry out a plan with bulk API calls in dependency order.
 
 Deletes first, last kind first (cables before devices before racks), then per kind in `KINDS`
-order its creates and its changes, `CHUNK` objects per request.  A reference (`Ref`) is resolved
+order its creates (`CHUNK` objects per request, `PARALLEL` requests at once) and its changes.  A reference (`Ref`) is resolved
 to the id of the object NetBox holds or has just created.  Nothing is done while the plan has a
 conflict.  If a request fails half-way, what was written stays written and is Loom's (tagged):
 the next `loom netbox apply` plans again from NetBox's state and finishes the rest.
@@ -10,13 +10,15 @@ the next `loom netbox apply` plans again from NetBox's state and finishes the re
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from .client import Client, NetBoxError
 from .intent import KINDS, TAG, Ref
 from .plan import Change, Plan
 from .state import endpoint, read_kind
 
-CHUNK = 500
+CHUNK = 100  # objects per request: NetBox makes a switch's 40 interfaces per device, ~0.1 s each
+PARALLEL = 3  # requests in flight (NetBox's gunicorn serves one per worker)
 
 
 def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lambda _: None) -> dict[str, int]:
@@ -35,13 +37,15 @@ def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lam
         for kind in KINDS:
             ids.setdefault(kind, {})
             creates = [c for c in plan.of("create", kind) if not c.from_template]
-            for n, chunk in enumerate(_chunks(creates)):
-                body = [_resolve(c.want, ids) for c in chunk]
-                made = client.call(lambda b=body: endpoint(client, kind).create(b), what=f"create {kind}")
-                for c, r in zip(chunk, made):
-                    ids[kind][c.key] = r.id
-                done["create"] += len(chunk)
-                progress(f"created {min((n + 1) * CHUNK, len(creates))}/{len(creates)} {kind}")
+            chunks = list(_chunks(creates))
+            bodies = [[_resolve(c.want, ids) for c in chunk] for chunk in chunks]
+            with ThreadPoolExecutor(PARALLEL) as pool:  # several NetBox workers at once
+                for chunk, made in zip(chunks, pool.map(lambda b: client.call(
+                        lambda: endpoint(client, kind).create(b), what=f"create {kind}"), bodies)):
+                    for c, r in zip(chunk, made):
+                        ids[kind][c.key] = r.id
+                    done["create"] += len(chunk)
+                    progress(f"created {sum(len(x) for x in chunks[:chunks.index(chunk) + 1])}/{len(creates)} {kind}")
             if kind == "devices" and creates:  # NetBox made their interfaces from the device types
                 site = ids["sites"].get(plan.site)
                 fresh = read_kind(client, "interfaces", site)
