@@ -8,9 +8,9 @@ BIN := $(VENV)/bin
 FABRIC ?= fire-flyer-2
 MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
-APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap openssh-server slurmctld slurm-client
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap openssh-server slurmctld slurm-client postgresql redis-server
 
-.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-failures validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-failures bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
 # headless Chromium (the cabling-sheet test renders the HTML in it), FRR for the live RoCE plane,
 # debootstrap for molecule's chroot instances, openssh-server for the SSH target's tests (sshd on 127.0.0.1),
-# slurmctld + slurm-client to load `loom slurm`'s topology.conf.
+# slurmctld + slurm-client to load `loom slurm`'s topology.conf, PostgreSQL and Redis for the live NetBox tests.
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -70,13 +70,19 @@ plan: setup
 apply: setup
 	$(BIN)/loom apply $(OUT)/plan.json
 
-test: setup
+test: setup netbox-cache
 	$(BIN)/pytest -q
+
+# NetBox for the live tests and bench-netbox (tests/netboxlab.py): a Python 3.12 venv with NetBox
+# from PyPI and a migrated database dump, built once under ~/.cache/loom/netbox-<version>/
+# (~10 min on a cold machine, nothing when warm).
+netbox-cache: setup
+	$(BIN)/python -m tests.netboxlab build
 
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"
 
-bench: bench-expand bench-routing bench-roce bench-failures
+bench: bench-expand bench-routing bench-roce bench-failures bench-netbox
 
 bench-expand: setup
 	$(BIN)/python bench/expand.py
@@ -90,6 +96,10 @@ bench-failures: setup
 
 bench-routing: setup
 	$(BIN)/python bench/routing.py
+
+# first apply of $(FABRIC) to a fresh NetBox (target 3 min) and a no-change plan (target 20 s)
+bench-netbox: netbox-cache
+	$(BIN)/python bench/netbox.py $(MODEL)
 
 validate show check: setup
 	$(BIN)/loom $@ $(MODEL)

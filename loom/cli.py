@@ -1226,6 +1226,10 @@ from loom.cli_slurm import slurm_cmd  # noqa: E402
 
 app.command("ranks")(ranks_cmd)
 app.command("slurm")(slurm_cmd)
+from loom.netbox.commands import netbox_app  # noqa: E402  (its own module; imports nothing heavy at load)
+
+app.add_typer(netbox_app, name="netbox")
+
 
 if __name__ == "__main__":
     app()

@@ -110,6 +110,8 @@ class Fabric:
     cables: Cables
     racks: tuple[str, ...] = field(default=())
     switch_lid_base: int = 0  # first switch LID (InfiniBand); CA ports are numbered below it
+    assets: dict = field(default_factory=dict)  # device → lockfile.Asset (serial, asset tag, MACs from NetBox)
+    as_built: dict = field(default_factory=dict)  # zone → lockfile.ZoneAsBuilt (what is not on the floor)
 
     @cached_property
     def switch_index(self) -> dict[str, int]:

@@ -9,6 +9,10 @@ its name stays out of `topology/*.yaml` globs.  It holds, by name:
   port GUID and LID;
 - the rack list (names in walking order) and the first switch LID (`switch_lid_base`): CA ports
   take LIDs below it, switches from it upwards, so neither kind of growth renumbers the other;
+- what NetBox knows and the model cannot (`loom netbox import --write`, see docs/netbox.md):
+  `assets` (serial, asset tag, real MACs per device) and `as_built` (per zone, the design links
+  and switches that are not there: `missing_links` / `missing_switches` entries, merged into the
+  model's own when the fabric is loaded, so routing and checks see the fabric as it stands);
 - `digest`: SHA-256 of everything above, so `loom lock --check` notices a hand edit;
 - GUIDs as hex strings ("0x0002c90100000010"), LIDs as numbers (InfiniBand); host addresses and
   switch loopbacks (Ethernet).
@@ -29,7 +33,7 @@ from pydantic import BeforeValidator, Field, ValidationError
 
 from loom.model.errors import ModelError, Problem
 from loom.model.reading import read_text
-from loom.model.schema import Strict
+from loom.model.schema import MissingLink, MissingSwitch, Strict
 
 from .fabric import HOST, Fabric
 
@@ -62,6 +66,17 @@ class LockedSwitch(Strict):
     loopback: str | None = None
 
 
+class Asset(Strict):
+    serial: str | None = Field(None, max_length=100, description="serial number (NetBox)")
+    asset_tag: str | None = Field(None, max_length=100, description="asset tag (NetBox)")
+    macs: dict[str, str] = Field(default_factory=dict, description="port → MAC address (NetBox)")
+
+
+class ZoneAsBuilt(Strict):
+    missing_links: list[MissingLink] = Field(default_factory=list, max_length=65536)
+    missing_switches: list[MissingSwitch] = Field(default_factory=list, max_length=65536)
+
+
 class Lock(Strict):
     about: str = Field(ABOUT, description="what the file is")
     version: Literal[1] = Field(VERSION, description="lock format version")
@@ -71,6 +86,8 @@ class Lock(Strict):
     racks: list[str] = Field(description="rack names in walking order")
     switches: dict[str, LockedSwitch]
     nodes: dict[str, LockedNode]
+    assets: dict[str, Asset] = Field(default_factory=dict, description="device → what NetBox records of it")
+    as_built: dict[str, ZoneAsBuilt] = Field(default_factory=dict, description="zone → what is not on the floor")
 
 
 def lock_path(model_path: str | Path) -> Path:
@@ -108,6 +125,32 @@ def read_lock(path: Path) -> Lock | None:
         raise ModelError(str(path), probs) from None
 
 
+def with_as_built(model, lock: Lock, lock_file: str):
+    """`model` with the lock's `as_built` entries added to its zones' `missing_links` and
+    `missing_switches` (entries the model already lists are not repeated).  An entry naming a
+    zone, leaf, up-link or switch the model does not have is a ModelError naming the lock file."""
+    from loom.model.rules import missing_links
+
+    unknown = sorted(set(lock.as_built) - {z.name for z in model.zones})
+    if unknown:
+        raise ModelError(lock_file, [Problem(f"as_built.{unknown[0]}", f"zone {unknown[0]} is not in the model",
+                                             "run `loom netbox import MODEL --write` again, or `loom lock MODEL --relayout`")])
+    zones = []
+    for z in model.zones:
+        extra = lock.as_built.get(z.name)
+        if extra is None or not hasattr(z, "missing_links"):
+            zones.append(z)
+            continue
+        links = list(z.missing_links) + [m for m in extra.missing_links if m not in z.missing_links]
+        down = list(z.missing_switches) + [m for m in extra.missing_switches if m not in z.missing_switches]
+        zones.append(z.model_copy(update={"missing_links": links, "missing_switches": down}))
+    merged = model.model_copy(update={"zones": zones})
+    problems = [Problem("as_built: " + ".".join(map(str, f.loc)), f.message, f.fix) for f in missing_links(merged)]
+    if problems:
+        raise ModelError(lock_file, problems[:10])
+    return merged
+
+
 def lock_error(lock_file: str, path: str, message: str) -> ModelError:
     """A lock that contradicts itself (two things in one place): name the file, the entry, the fix."""
     return ModelError(lock_file, [Problem(path, message, "correct the entry, or start over with "
@@ -130,7 +173,8 @@ def lock_of(fabric: Fabric, lid_base: int) -> Lock:
     return Lock(fabric=fabric.name, switch_lid_base=lid_base, racks=list(fabric.racks),
                 switches={s.name: LockedSwitch(rack=s.rack, ru=s.ru, lid=s.lid, guid=s.guid, loopback=s.loopback)
                           for s in fabric.switches},
-                nodes={k: LockedNode(**v) for k, v in nodes.items()})
+                nodes={k: LockedNode(**v) for k, v in nodes.items()},
+                assets=dict(fabric.assets), as_built=dict(fabric.as_built))
 
 
 def _j(x) -> str:
@@ -155,7 +199,12 @@ def _body(lock: Lock) -> list[str]:
         ports = ", ".join(f'{_j(k)}: {{"switch": {_j(p.switch)}, "port": {p.port}{_ident(p)}}}'
                           for k, p in n.ports.items())
         nodes.append(f'    {_j(name)}: {{"rack": {_j(n.rack)}, "ru": {n.ru}, "ports": {{{ports}}}}}')
-    return [*lines, '"switches": {\n' + ",\n".join(sw) + "\n  }", '"nodes": {\n' + ",\n".join(nodes) + "\n  }"]
+    out = [*lines, '"switches": {\n' + ",\n".join(sw) + "\n  }", '"nodes": {\n' + ",\n".join(nodes) + "\n  }"]
+    for key in ("assets", "as_built"):  # only when there are any: older files keep their bytes and digest
+        if getattr(lock, key):
+            rows = [f'    {_j(k)}: {_j(v.model_dump(exclude_defaults=True))}' for k, v in getattr(lock, key).items()]
+            out.append(f'"{key}": {{\n' + ",\n".join(rows) + "\n  }")
+    return out
 
 
 def digest(lock: Lock) -> str:

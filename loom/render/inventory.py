@@ -1,6 +1,7 @@
 """The Ansible inventory of a fabric: `hosts.yml` (groups by role, zone, plane, rack, node type,
 and `subnet_managers`), `group_vars/nodetype_<type>.yml` with the host settings derived for the
-node type, `host_vars/<host>.yml` with what is the host's own (zone, rack, RU, fabric ports),
+node type, `host_vars/<host>.yml` with what is the host's own (zone, rack, RU, fabric ports; serial, asset
+tag and port MACs when NetBox records them, see docs/netbox.md),
 and for the subnet managers of an InfiniBand fabric what the `opensm` role installs:
 `group_vars/subnet_managers.yml` (QoS options, where the tables are), `files/lfts.dump`,
 `files/guid2lid` and `loom_sm_priority` (15, the master) in the SM host's host_vars."""
@@ -36,6 +37,17 @@ def networkd(fabric: Fabric, node: int) -> dict:
     return {"host_tuning_networkd": {k: v for k, v in files.items() if k.endswith(".network")}}
 
 
+def _asset(fabric: Fabric, name: str) -> dict:
+    """Serial and asset tag NetBox records for the host (`loom netbox import`), if any."""
+    a = fabric.assets.get(name)
+    return {f"loom_{k}": v for k, v in (("serial", a.serial), ("asset_tag", a.asset_tag)) if v} if a else {}
+
+
+def _mac(fabric: Fabric, name: str, port: str) -> dict:
+    a = fabric.assets.get(name)
+    return {"mac": a.macs[port]} if a and port in a.macs else {}
+
+
 def inventory(fabric: Fabric) -> dict[str, str]:
     """Relative path → file text."""
     groups: dict[str, set[str]] = defaultdict(set)
@@ -56,8 +68,9 @@ def inventory(fabric: Fabric) -> dict[str, str]:
             "loom_rack": n.rack, "loom_ru": n.ru,
             "loom_ports": [{"nic": p.nic, "port": p.port, "plane": p.plane, "zone": p.zone,
                             **({"lid": p.lid, "guid": f"0x{p.guid:016x}"} if fabric.technology == "infiniband"
-                               else {"address": p.address})} for p in ports[n.index]],
-        }
+                               else {"address": p.address}),
+                            **_mac(fabric, n.name, f"{p.nic}/{p.port}")} for p in ports[n.index]],
+        } | _asset(fabric, n.name)
     files: dict[str, str] = {}
     if fabric.model.subnet_manager:
         groups["subnet_managers"].add(fabric.model.subnet_manager)

@@ -1,0 +1,58 @@
+"""NetBox benchmark: first `loom netbox apply` of a fabric to a fresh NetBox and a no-change
+`loom netbox plan`, each beside its target (issue 20: the two-zone Fire-Flyer 2, ≈1,500
+devices and 3,188 cables, first apply ≤ 3 min, no-change plan ≤ 20 s on 2 cores).
+
+NetBox runs on 127.0.0.1 from the test harness's cache (`tests/netboxlab.py`; `make
+netbox-cache` builds it).  Run: `make bench-netbox [FABRIC=...]` or
+`.venv/bin/python bench/netbox.py [topology/fire-flyer-2.yaml]`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.netboxlab import VERSION, NetBox  # noqa: E402
+
+TARGETS = {"first apply": 180.0, "no-change plan": 20.0}
+
+
+def _timed(env: dict, *args: str) -> tuple[float, int, str]:
+    t0 = time.perf_counter()
+    r = subprocess.run([str(ROOT / ".venv/bin/loom"), "netbox", *args], env=env, capture_output=True, text=True)
+    return time.perf_counter() - t0, r.returncode, r.stdout + r.stderr
+
+
+def main(model: str) -> int:
+    con = Console()
+    rows, failed = [], False
+    with NetBox() as nb:
+        env = os.environ | nb.env()
+        for name, args, ok in (("first apply", ("apply", model), (0,)), ("no-change plan", ("plan", model), (0,))):
+            secs, code, output = _timed(env, *args)
+            last = output.strip().splitlines()[-1] if output.strip() else ""
+            if code not in ok:
+                con.print(output[-3000:], markup=False, highlight=False)
+                failed = True
+            rows.append((name, secs, TARGETS[name], code, last))
+    t = Table(title=f"loom netbox on {Path(model).stem} (NetBox {VERSION} on 127.0.0.1, {os.cpu_count()} cores)")
+    for col in ("step", "seconds", "target s", "within", "exit", "last line"):
+        t.add_column(col, justify="left" if col in ("step", "last line") else "right")
+    for name, secs, target, code, last in rows:
+        t.add_row(name, f"{secs:.1f}", f"{target:.0f}", "yes" if secs <= target else "NO", str(code), last[:90])
+        failed |= secs > target
+    con.print(t)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "topology/fire-flyer-2.yaml")))

@@ -1,0 +1,189 @@
+"""`loom netbox plan|apply|import MODEL`: the NetBox command group (registered by `loom/cli.py`).
+
+Exit codes: plan 0 no changes, 2 changes, 1 error or conflict (like `loom plan`); apply and
+import 0 done, 1 error.  NETBOX_URL and NETBOX_TOKEN come from the environment (docs/netbox.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+netbox_app = typer.Typer(no_args_is_help=True, help="NetBox as the source of truth: plan, apply, import "
+                         "(NETBOX_URL, NETBOX_TOKEN from the environment).")
+MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
+INSTALLED = typer.Option(False, "--installed", help="the fabric is on the floor already (a first sync): new cables "
+                         "are `connected`, not `planned`")
+SHOWN = 20  # objects listed per kind and action; the rest are counted
+
+
+def _base():
+    from loom import cli
+
+    return cli
+
+
+def _connect():
+    from .client import Client, NetBoxError
+
+    try:
+        return Client.from_env()
+    except NetBoxError as exc:
+        _fail(exc)
+
+
+def _fail(exc) -> None:
+    _base()._print_error(exc)
+    raise typer.Exit(1)
+
+
+def _intent(model: Path, installed: bool):
+    """The design fabric (without the lock's as-built entries: NetBox holds what should be there)
+    and what NetBox should hold for it."""
+    from loom.expand import load_fabric
+    from loom.model import ModelError
+
+    from .intent import intent
+
+    cli = _base()
+    try:
+        fabric = load_fabric(model, as_built=False)
+    except ModelError as exc:
+        cli._print_model_error(model, exc)
+        raise typer.Exit(1) from None
+    plan = cli._cable_plan(model, fabric) if fabric.model.cabling else None
+    return fabric, intent(fabric, plan, installed=installed)
+
+
+def _plan(model: Path, installed: bool):
+    from .client import NetBoxError
+    from .plan import make_plan
+
+    fabric, want = _intent(model, installed)
+    client = _connect()
+    try:
+        return client, make_plan(client, fabric, want)
+    except NetBoxError as exc:
+        _fail(exc)
+
+
+@netbox_app.command("plan")
+def plan_cmd(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
+             installed: bool = INSTALLED) -> None:
+    """What `loom netbox apply` would create, change and delete in NetBox, by kind; drift of
+    Loom's objects and conflicts with objects Loom does not own are named.
+
+    Exit 0 no changes; 2 changes (Terraform's convention); 1 a conflict or an error (NetBox
+    unreachable, bad token, version too old)."""
+    t0 = time.monotonic()
+    _, p = _plan(model, installed)
+    if as_json:
+        sys.stdout.write(json.dumps(p.as_json(), indent=2, default=str) + "\n")
+    else:
+        _print_plan(p, time.monotonic() - t0)
+    raise typer.Exit(1 if p.conflicts else 2 if not p.empty else 0)
+
+
+def _print_plan(p, seconds: float) -> None:
+    from .plan import _plain
+
+    out = _base().out
+    out.print(f"NetBox {p.url}, site {p.site} (read in {seconds:.1f} s)", highlight=False, markup=False)
+    for c in p.conflicts:
+        out.print(f"  ! conflict: {c}", highlight=False, markup=False)
+    if p.empty:
+        out.print("No changes. NetBox matches the model." if not p.conflicts else "No changes besides the conflicts.",
+                  highlight=False, markup=False)
+        return
+    sign = {"create": "+", "update": "~", "delete": "-"}
+    for kind, n in p.counts().items():
+        for action in ("create", "update", "delete"):
+            xs = p.of(action, kind)
+            for c in xs[:SHOWN]:
+                extra = " (from the device type)" if c.from_template else ""
+                if action == "update":
+                    extra = " (drift or model change): " + ", ".join(
+                        f"{f} {_plain(h)!r} → {_plain(w)!r}" for f, (h, w) in c.want.items())
+                out.print(f"  {sign[action]} {kind} {c.key}{extra}", highlight=False, markup=False)
+            if len(xs) > SHOWN:
+                out.print(f"  {sign[action]} {kind}: ... and {len(xs) - SHOWN} more", highlight=False, markup=False)
+    totals = {a: len(p.of(a)) for a in ("create", "update", "delete")}
+    by_kind = ", ".join(f"{kind} {'/'.join(str(n[a]) for a in ('create', 'update', 'delete'))}"
+                        for kind, n in p.counts().items())
+    out.print(f"Plan: {totals['create']} to create, {totals['update']} to change, {totals['delete']} to delete "
+              f"(by kind, create/change/delete: {by_kind}).", highlight=False, markup=False)
+
+
+@netbox_app.command("apply")
+def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED) -> None:
+    """Plan, then create, change and delete in NetBox (bulk calls, dependency order).  Refuses
+    if any object Loom does not own is in the way; a rerun finishes an interrupted apply.
+
+    Exit 0 applied (or nothing to do); 1 refused, failed or NetBox unreachable."""
+    from .apply import apply_plan
+    from .client import NetBoxError
+
+    cli = _base()
+    t0 = time.monotonic()
+    client, p = _plan(model, installed)
+    if p.conflicts:
+        for c in p.conflicts:
+            cli.err.print(f"conflict: {c}", highlight=False, markup=False)
+        _fail(f"{len(p.conflicts)} object(s) in NetBox are in Loom's way and not Loom's; nothing was applied")
+    if p.empty:
+        cli.out.print("No changes. NetBox matches the model.", highlight=False, markup=False)
+        return
+    try:
+        done = apply_plan(client, p, progress=lambda m: cli.err.print(f"  {m}", highlight=False, markup=False))
+    except NetBoxError as exc:
+        _fail(exc)
+    cli.out.print(f"Applied: {done['create']} created, {done['update']} changed, {done['delete']} deleted "
+                  f"in {time.monotonic() - t0:.1f} s.", highlight=False, markup=False)
+
+
+@netbox_app.command("import")
+def import_cmd(model: Path = MODEL_ARG, write: bool = typer.Option(False, "--write", help="write the lock file "
+               "(without it: show what it would take)"),
+               as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+    """The as-built direction: cables not `connected` and switches not `active` become the lock's
+    missing links/switches (`loom check` routes around them); serials, asset tags, GUIDs and MACs
+    go to the lock file and from there to the Ansible inventory.
+
+    Exit 0 shown (or written with --write); 1 an error (NetBox unreachable, bad token, invalid model)."""
+    from loom.expand import lock_path, read_lock
+    from loom.expand.lockfile import lock_of, lock_text
+
+    from .asbuilt import read_as_built
+    from .client import NetBoxError
+
+    cli = _base()
+    fabric, _ = _intent(model, False)
+    client = _connect()
+    try:
+        got = read_as_built(client, fabric)
+    except NetBoxError as exc:
+        _fail(exc)
+    path = lock_path(model)
+    old = read_lock(path) or lock_of(fabric, fabric.switch_lid_base)
+    changes = got.differences(old)
+    if as_json:
+        sys.stdout.write(json.dumps({"missing": got.missing, "not_expressed": got.not_expressed,
+                                     "lock_changes": changes, "written": write and bool(changes)}, indent=2) + "\n")
+    else:
+        for line in [f"NetBox {client.url}: as built, {len(got.missing)} missing link(s)/switch(es)"] + \
+                [f"  {x}" for x in got.missing] + \
+                [f"  not expressible in the model (listed only): {x}" for x in got.not_expressed[:SHOWN]] + \
+                ([f"  ... and {len(got.not_expressed) - SHOWN} more not expressible"]
+                 if len(got.not_expressed) > SHOWN else []) + \
+                [f"lock file {path}: {len(changes)} change(s)" + (":" if changes else "")] + [f"  {x}" for x in changes]:
+            cli.out.print(line, highlight=False, markup=False)
+    if write and changes:
+        cli._write(path, lock_text(got.lock(old)))
+        if not as_json:
+            cli.out.print(f"wrote {path}", highlight=False, markup=False)
+    elif changes and not as_json:
+        cli.out.print(f"run `loom netbox import {model} --write` to record it", highlight=False, markup=False)
