@@ -32,6 +32,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tests.lifecycle import Started
+
 VERSION = "4.7.3"
 PYTHON = "3.12.1"
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -92,7 +94,7 @@ class Postgres:
         return [PG_BIN / tool, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", *args]
 
 
-class NetBox:
+class NetBox(Started):
     """PostgreSQL + Redis + gunicorn serving NetBox from the cache; `url` and `token` once started."""
 
     def __init__(self, workers: int = 3) -> None:
@@ -104,17 +106,6 @@ class NetBox:
         self.procs: list[subprocess.Popen] = []
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.token = ""
-
-    def __enter__(self) -> NetBox:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     def start(self) -> None:
         ensure_cache()

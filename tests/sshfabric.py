@@ -31,6 +31,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.lifecycle import Started
+
 from loom.expand import Fabric
 from loom.render.sm_host import SmPaths, managed_block, merge
 from loom.push.sim import UMAD2SIM, SimFabric
@@ -85,7 +87,7 @@ class SmHostRun:
 
 
 @dataclass
-class SmPair:
+class SmPair(Started):
     """ibsim + a master and a standby SM host behind sshd, as a context manager."""
 
     fabric: Fabric
@@ -96,18 +98,7 @@ class SmPair:
     sim: SimFabric | None = None
 
     # ------------------------------------------------------------------ set-up
-    def __enter__(self) -> "SmPair":
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def _start(self) -> None:
+    def start(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         subprocess.run(["useradd", "-m", "-s", "/bin/sh", self.user], check=True, capture_output=True)
         subprocess.run(["usermod", "-p", "*", self.user], check=True, capture_output=True)  # unlocked, no password
