@@ -285,7 +285,7 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
     return True
 
 
-CHAIN_TRIES = 256
+CHAIN_TRIES = 2048
 
 
 def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, cost) -> list[tuple[int, int]]:
@@ -293,7 +293,8 @@ def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, ord
     total but has room for i's role, and some k of another role leaves j for a port with room;
     the first pair that crowds nothing one level up (`cost`), else the first pair — looking at
     no more than `CHAIN_TRIES` pairs once one is found (a full search is quartic in the group
-    and took a minute on a zone with a spine down)."""
+    and took a minute on a zone with a spine down; 256 was too few: taking crowding pairs too
+    early left the three-layer tree's plan short of a fixed point, which one apply must reach)."""
     first = []
     tries = 0
     for i in order:
