@@ -113,12 +113,18 @@ def validate(model: Path = MODEL_ARG) -> None:
 
 
 @app.command()
-def show(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
-    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage.
-    Exit 0; 1 for an invalid model; 2 for a usage error or a missing file."""
+def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan file saved by `loom plan` (JSON)"),
+         fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT,
+         entries: bool = typer.Option(False, "--entries", help="a plan: every LFT entry it changes")) -> None:
+    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage; or a
+    saved plan: what it changes (`--entries`: each entry, `LID 0x0012 (name): port 21 → 24`).
+    Exit 0; 1 for an invalid model or plan; 2 for a usage error or a missing file."""
+    from loom.render.plan_report import is_plan
     from loom.render.summary import summarize
 
     as_json = _json_wanted(fmt, as_json)
+    if is_plan(model):
+        return _show_plan(model, as_json, entries)
     s = summarize(_fabric(model))
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
@@ -1124,6 +1130,7 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
     from loom.push.apply import settle
     from loom.push.errors import PlanError, TargetError
+    from loom.push.packing import plan_json
     from loom.push.plan import has_changes, make_plan
 
     fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
@@ -1138,7 +1145,7 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     finally:
         d.close()
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
-        _write(path, json.dumps(p, indent=1) + "\n")
+        _write(path, plan_json(p))
     _print_plan(p, out_file or d.dir / "last-plan.json")
     raise typer.Exit(2 if has_changes(p) else 0)
 
@@ -1180,6 +1187,26 @@ def _print_plan(p: dict, saved: Path) -> None:
     out.print(f"balance (max destinations per leaf up-port / bound): before {b0['max_dest_per_up_port']}/{b0['lower_bound']}, "
               f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}; storage before {b0['storage']}, after {b1['storage']}")
     out.print(f"saved in {saved}; apply with: loom apply {saved}", highlight=False, markup=False)
+
+
+def _show_plan(path: Path, as_json: bool, entries: bool) -> None:
+    from loom.push.errors import PlanError
+    from loom.push.plan import read_plan
+    from loom.render.plan_report import changed_entries, entry_lines, summary_json
+
+    try:
+        p = read_plan(path, whole=True)
+    except PlanError as exc:
+        _fail(exc)
+    if as_json:
+        sys.stdout.write(summary_json(p, entries))
+        return
+    out.print(f"plan for {p['fabric']} made {p['created']} by {p['user']} from {p['model']} (target {p['target']['kind']})",
+              highlight=False, markup=False)
+    _print_plan(p, path)
+    if entries:
+        lines = entry_lines(changed_entries(p))
+        out.print("\n".join(lines) if lines else "no LFT entries change", highlight=False, markup=False)
 
 
 @app.command()
