@@ -17,7 +17,7 @@ from rich.table import Table
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 
-app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
+app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.", rich_markup_mode=None)
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
@@ -46,10 +46,14 @@ JSON_OPT = typer.Option(False, "--json", help="same as --format json")
 def _json_wanted(fmt: str, as_json: bool) -> bool:
     """One grammar: `--format text|json` everywhere, `--json` kept as its alias; anything else
     is a usage error (exit 2)."""
-    if fmt not in ("text", "json"):
-        _print_error(f"--format must be text or json, not {fmt}")
+    return _format_of(fmt, as_json, ("text", "json")) == "json"
+
+
+def _format_of(fmt: str, as_json: bool, allowed: tuple[str, ...]) -> str:
+    if fmt not in allowed:
+        _print_error(f"--format must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {fmt}")
         raise typer.Exit(2)
-    return as_json or fmt == "json"
+    return "json" if as_json else fmt
 
 
 def _fabric(path: Path) -> Fabric:
@@ -165,7 +169,7 @@ def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan fi
 
 
 @app.command("expand")
-def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--out", help="JSON file to write")) -> None:
+def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--out", metavar="FILE", help="JSON file to write")) -> None:
     """Write the port-level fabric as canonical JSON (same model ⇒ same bytes).
 
     Exit 0 written; 1 invalid model or unwritable file; 2 usage error."""
@@ -217,7 +221,7 @@ def _target(fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path 
 
 
 @app.command("route")
-def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
+def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="directory to write"),
               engine: str = ENGINE_OPT) -> None:
     """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid, DIR/topology.net (the
     fabric as it stands, in the ibnetdiscover/ibsim format), DIR/qos-policy.conf (OpenSM -Y, when
@@ -257,7 +261,8 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
 
 @app.command()
-def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT,
+def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", help="text, json or markdown"),
+          as_json: bool = JSON_OPT,
           engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB (default: "
                                                  "loom.checks.EBB_SAMPLES, the count loom diff uses too)"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
@@ -274,7 +279,7 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
     from loom.checks.planes import check_planes, check_rails
     from loom.qos import plan_qos
 
-    as_json = _json_wanted(fmt, as_json)
+    fmt = _format_of(fmt, as_json, ("text", "json", "markdown"))
 
     if lfts is None:
         fabric, tables = _route(model, engine)
@@ -296,8 +301,12 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
              for p in planes) and all(c is None or c["ok"] for c in cabling.values())
     report = {"fabric": fabric.name, "ok": ok, **cabling}
     report.update(planes[0] if len(planes) == 1 else {"planes": planes})
-    if as_json:
+    if fmt == "json":
         sys.stdout.write(json.dumps(report, indent=2, default=_np_default) + "\n")
+    elif fmt == "markdown":
+        from loom.render.check_report import markdown
+
+        sys.stdout.write(markdown(report, planes, bound_key))
     else:
         _print_cabling(fabric.name, **cabling)
         for p in planes:
@@ -378,7 +387,7 @@ def discover(model: Path = MODEL_ARG,
                                                   "instead of reading the simulated fabric"),
              fmt: str = typer.Option("text", "--format", help="text | json | csv (the change sheet)"),
              as_json: bool = typer.Option(False, "--json", help="same as --format json"),
-             out_file: Path | None = typer.Option(None, "--out", help="write the report to this file too"),
+             out_file: Path | None = typer.Option(None, "--out", metavar="FILE", help="file to write the report to as well"),
              record: bool = typer.Option(False, "--record", help="write the GUIDs found into the model's lock file"),
              target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT,
              ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
@@ -591,7 +600,7 @@ def lock_cmd(model: Path = MODEL_ARG,
 
 
 @app.command()
-def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for the generated references")) -> None:
+def docs(out_dir: Path = typer.Option(Path("docs"), "--out", metavar="DIR", help="directory for the generated references")) -> None:
     """Write the references generated from the code: docs/model.md, docs/cabling.md, docs/cli.md
     and the model's JSON Schema docs/model.schema.json (editors validate YAML against it).
 
@@ -730,7 +739,7 @@ def _cable_plan(path: Path, fabric: Fabric):
 def cabling(
     args: list[str] = typer.Argument(..., help="MODEL, or: diff OLD NEW (model files)"),
     fmt: str = typer.Option("csv", "--format", help="csv, labels (label-printer CSV), xlsx or html (diff: text or csv)"),
-    out_file: Path | None = typer.Option(None, "--out", help="file to write (default: standard output for text)"),
+    out_file: Path | None = typer.Option(None, "--out", metavar="FILE", help="file to write (default: standard output for text)"),
     base: str | None = typer.Option(None, "--base", help="diff: git revision of NEW to use as OLD"),
 ) -> None:
     """Cabling sheets: `loom cabling MODEL --format csv|labels|xlsx|html --out PATH`;
@@ -807,7 +816,7 @@ def cabling(
 
 
 @app.command()
-def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
+def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="directory to write"),
             only: str = typer.Option("*", "--only", help="glob on device names (the 32,768-GPU fabric is big)")) -> None:
     """Ethernet planes: per switch frr.conf (+ zebra/staticd/bgpd.conf) and SONiC config_db.json,
     per host systemd-networkd files and an iproute2 script with per-NIC source routing.
@@ -841,7 +850,7 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
 
 
 @app.command("inventory")
-def inventory_cmd(model: Path = MODEL_ARG, out_dir: Path | None = typer.Option(None, "--out",
+def inventory_cmd(model: Path = MODEL_ARG, out_dir: Path | None = typer.Option(None, "--out", metavar="DIR",
                   help="directory (default: inventory/<fabric>)")) -> None:
     """Write the Ansible inventory: hosts by role, zone, plane, rack; derived host settings.
 
@@ -1123,7 +1132,7 @@ def _print_event(e) -> None:
 
 
 @app.command()
-def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too"),
+def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", metavar="FILE", help="file to save the plan to as well (it is always saved as last-plan.json in the fabric's state directory)"),
          target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
     """Route, check, read the live tables (and the standbys' files) and show what apply would change.
 

@@ -12,7 +12,7 @@ import typer
 def ranks_cmd(model: Path = typer.Argument(..., help="model file (YAML), e.g. topology/eflops-bigraph.yaml"),
               job: str = typer.Option(..., "--job", help="the job's nodes: a Slurm hostlist (srv[00-15]) or `all`"),
               collective: str = typer.Option("ring", "--collective", help="ring, halving-doubling or tree"),
-              out_dir: Path | None = typer.Option(None, "--out", help="write hostfile, rankfile, ranks.tsv, ranks.json here"),
+              out_dir: Path | None = typer.Option(None, "--out", metavar="DIR", help="directory to write hostfile, rankfile, ranks.tsv, ranks.json into"),
               as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
     """Rank order for a job and a collective that keeps each step's pairs on the fewest links:
     EFLOPS's HDRM for halving-doubling on a BiGraph, leaf-contiguous orders on fat trees.

@@ -8,7 +8,7 @@ import typer
 
 
 def slurm_cmd(model: Path = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml"),
-              out_dir: Path | None = typer.Option(None, "--out", help="directory (default: out/<fabric>/slurm)")) -> None:
+              out_dir: Path | None = typer.Option(None, "--out", metavar="DIR", help="directory (default: out/<fabric>/slurm)")) -> None:
     """Write DIR/topology.conf (topology/tree: leaves with their nodes, pods, zones) and
     DIR/topology.yaml (Slurm 25.05+: a `tree` and a `block` topology), from the model and its
     lock file, before a single cable exists.  Both are checked against Slurm's format first;
