@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from loom.cli_options import FORMAT_OPT, JSON_OPT, MODEL_ARG, format_of, json_wanted
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 
@@ -38,22 +39,6 @@ def _main(show_version: bool = typer.Option(False, "--version", callback=_versio
                                             help="print loom's version and exit")) -> None:
     """Loom: declarative AI-cluster fabrics."""
 
-MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
-FORMAT_OPT = typer.Option("text", "--format", help="text or json")
-JSON_OPT = typer.Option(False, "--json", help="same as --format json")
-
-
-def _json_wanted(fmt: str, as_json: bool) -> bool:
-    """One grammar: `--format text|json` everywhere, `--json` kept as its alias; anything else
-    is a usage error (exit 2)."""
-    return _format_of(fmt, as_json, ("text", "json")) == "json"
-
-
-def _format_of(fmt: str, as_json: bool, allowed: tuple[str, ...]) -> str:
-    if fmt not in allowed:
-        _print_error(f"--format must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {fmt}")
-        raise typer.Exit(2)
-    return "json" if as_json else fmt
 
 
 def _fabric(path: Path) -> Fabric:
@@ -126,7 +111,7 @@ def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan fi
     from loom.render.plan_report import is_plan
     from loom.render.summary import summarize
 
-    as_json = _json_wanted(fmt, as_json)
+    as_json = json_wanted(fmt, as_json)
     if is_plan(model):
         return _show_plan(model, as_json, entries)
     s = summarize(_fabric(model))
@@ -279,7 +264,7 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
     from loom.checks.planes import check_planes, check_rails
     from loom.qos import plan_qos
 
-    fmt = _format_of(fmt, as_json, ("text", "json", "markdown"))
+    fmt = format_of(fmt, as_json, ("text", "json", "markdown"))
 
     if lfts is None:
         fabric, tables = _route(model, engine)
@@ -349,7 +334,7 @@ def whatif(model: Path = MODEL_ARG,
     from loom.qos import plan_qos
     from loom.render.whatif_report import print_outcomes, print_trials
 
-    as_json = _json_wanted(fmt, as_json)
+    as_json = json_wanted(fmt, as_json)
     if bool(fail) == bool(random):
         _print_error("give either --fail NAME (repeatable) or --random K")
         raise typer.Exit(2)
@@ -872,11 +857,13 @@ app.add_typer(host_app, name="host")
 @host_app.command("check")
 def host_check(model: Path = MODEL_ARG, host: str = typer.Option(..., "--host", help="node name"),
                facts: Path = typer.Option(..., "--facts", help="directory with nvidia-smi-topo.txt, lspci-vvv.txt, numactl-H.txt"),
-               as_json: bool = typer.Option(False, "--json")) -> None:
+               fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
     """Compare a host's gathered facts with its node type's intent.
 
     Exit 0 as intended; 1 anything differs (or the model is invalid); 2 usage error or unreadable facts."""
     from loom.host.check import FactsError, check_host, read_facts
+
+    as_json = json_wanted(fmt, as_json)
 
     fabric = _fabric(model)
     if host not in fabric.node_index:
@@ -1014,7 +1001,7 @@ def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = J
     from loom.push.links import links_down
     from loom.push.lock import is_free
 
-    as_json = _json_wanted(fmt, as_json)
+    as_json = json_wanted(fmt, as_json)
     d = Daemons.of(_fabric(model).name)
     s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
          "links_down": links_down(d.dir)}
