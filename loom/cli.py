@@ -721,86 +721,6 @@ def _cable_plan(path: Path, fabric: Fabric):
 
 
 @app.command()
-def cabling(
-    args: list[str] = typer.Argument(..., help="MODEL, or: diff OLD NEW (model files)"),
-    fmt: str = typer.Option("csv", "--format", help="csv, labels (label-printer CSV), xlsx or html (diff: text or csv)"),
-    out_file: Path | None = typer.Option(None, "--out", metavar="FILE", help="file to write (default: standard output for text)"),
-    base: str | None = typer.Option(None, "--base", help="diff: git revision of NEW to use as OLD"),
-) -> None:
-    """Cabling sheets: `loom cabling MODEL --format csv|labels|xlsx|html --out PATH`;
-    change sheets: `loom cabling diff OLD NEW` (or `diff MODEL --base REV`).
-
-    Exit 0 written; 1 invalid model or a run no medium reaches; 2 usage error."""
-    import tempfile
-
-    if args[0] == "diff":
-        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text, pull_list
-
-        if len(args) == 3:
-            old_p, new_p = Path(args[1]), Path(args[2])
-            tmpdir = None
-        elif len(args) == 2 and base:
-            tmpdir = tempfile.TemporaryDirectory(prefix="loom-cabling-")
-            new_p = Path(args[1])
-            try:
-                old_p, _ = _model_at(new_p, base, None, Path(tmpdir.name), "base")
-            except _DiffError as exc:
-                _print_error(exc)
-                raise typer.Exit(1) from None
-            (old_p.parent / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
-        else:
-            err.print("[red]error:[/red] use `loom cabling diff OLD NEW` or `loom cabling diff MODEL --base REV`")
-            raise typer.Exit(2)
-        old_f = _fabric(old_p)
-        try:
-            new_f = _side(new_p, old_f)
-        except ModelError as exc:
-            _print_model_error(new_p, exc)
-            raise typer.Exit(1) from None
-        new_plan = _cable_plan(new_p, new_f)
-        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, new_plan)
-        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines, pull_list(lines, new_plan))
-        if tmpdir:
-            tmpdir.cleanup()
-    else:
-        if len(args) != 1:
-            err.print("[red]error:[/red] give one MODEL (or `diff OLD NEW`)")
-            raise typer.Exit(2)
-        model = Path(args[0])
-        fabric = _fabric(model)
-        plan = _cable_plan(model, fabric)
-        if fmt == "csv":
-            from loom.render.cabling import to_csv
-
-            text = to_csv(plan)
-        elif fmt == "labels":
-            from loom.render.labels import to_labels_csv
-
-            text = to_labels_csv(plan)
-        elif fmt == "html":
-            from loom.render.cabling_docs import to_html
-
-            text = to_html(fabric, plan)
-        elif fmt == "xlsx":
-            from loom.render.cabling_docs import to_xlsx
-
-            if out_file is None:
-                err.print("[red]error:[/red] --format xlsx needs --out FILE")
-                raise typer.Exit(2)
-            _write(out_file, to_xlsx(fabric, plan))
-            out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False, markup=False)
-            return
-        else:
-            err.print(f"[red]error:[/red] --format must be csv, labels, xlsx or html, not {escape(str(fmt))}")
-            raise typer.Exit(2)
-    if out_file is None:
-        sys.stdout.write(text)
-    else:
-        _write(out_file, text)
-        out.print(f"wrote {out_file}", highlight=False, markup=False)
-
-
-@app.command()
 def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="directory to write"),
             only: str = typer.Option("*", "--only", help="glob on device names (the 32,768-GPU fabric is big)")) -> None:
     """Ethernet planes: per switch frr.conf (+ zebra/staticd/bgpd.conf) and SONiC config_db.json,
@@ -1244,11 +1164,13 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
 
 
 # commands that live in their own modules
+from loom.cli_cabling import cabling_app  # noqa: E402
 from loom.cli_ranks import ranks_cmd  # noqa: E402
 from loom.cli_slurm import slurm_cmd  # noqa: E402
 
 app.command("ranks")(ranks_cmd)
 app.command("slurm")(slurm_cmd)
+app.add_typer(cabling_app, name="cabling")
 from loom.netbox.commands import netbox_app  # noqa: E402  (its own module; imports nothing heavy at load)
 
 app.add_typer(netbox_app, name="netbox")
