@@ -817,11 +817,14 @@ def _routed(model: Path):
 
 
 def _phase(name: str, fn, *args):
-    """Run one phase with a spinner and print how long it took."""
+    """Run one phase with a spinner (and a bar for each countable piece of work inside it, see
+    `loom.progress`) and print how long it took."""
     import time
 
+    from loom.render.progress_bar import bars
+
     t0 = time.perf_counter()
-    with err.status(f"{name} ..."):
+    with bars(err, name):
         result = fn(*args)
     err.print(f"  {name}: {time.perf_counter() - t0:.2f}s", highlight=False)
     return result
@@ -1140,6 +1143,7 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
     from loom.push.errors import Interrupted, PlanError, TargetError
     from loom.push.plan import read_plan
     from loom.push.ssh import state_dir as ssh_state_dir
+    from loom.render.progress_bar import bars
 
     if plan_file is None:
         if model is None:
@@ -1148,7 +1152,8 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
         plan_file = (ssh_state_dir if target == "ssh" else state_dir)(_fabric(model).name) / "last-plan.json"
     try:
         p = read_plan(plan_file)
-        res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
+        with bars(err):
+            res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
     except (PlanError, TargetError) as exc:
         _fail(exc)
     except Interrupted as exc:

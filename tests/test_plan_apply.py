@@ -206,3 +206,33 @@ def test_fire_flyer_apply_then_no_changes(tmp_path, monkeypatch):
         assert loom("plan", ff2)[0] == 0
     finally:
         loom("sim", "down", ff2)
+
+
+class Recorder:
+    """A `loom.progress` listener that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.started, self.steps, self.finished = [], 0, 0
+
+    def start(self, what: str, total: int) -> str:
+        self.started.append((what, total))
+        return what
+
+    def advance(self, handle: str, steps: int) -> None:
+        self.steps += steps
+
+    def finish(self, handle: str) -> None:
+        self.finished += 1
+
+
+def test_qos_read_back_reports_its_progress(tiny_up):
+    """The read-back says how many ports it has read as it goes (the CLI draws a bar from it)."""
+    from loom.progress import listening
+    from loom.push.qos_readback import qos_jobs, read_qos
+
+    sn = subnet(load_fabric(TINY), 0)
+    seen = Recorder()
+    with listening(seen):
+        back = read_qos(tiny_up, sn)
+    total = len(qos_jobs(sn, tiny_up.sm_host))
+    assert seen.started == [("QoS read-back (ports)", total)] and seen.steps == total == len(back) and seen.finished == 1

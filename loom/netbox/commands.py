@@ -127,6 +127,8 @@ def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED) -> None:
     if any object Loom does not own is in the way; a rerun finishes an interrupted apply.
 
     Exit 0 applied (or nothing to do); 1 refused, failed or NetBox unreachable."""
+    from loom.render.progress_bar import bars
+
     from .apply import apply_plan
     from .client import NetBoxError
 
@@ -141,7 +143,8 @@ def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED) -> None:
         cli.out.print("No changes. NetBox matches the model.", highlight=False, markup=False)
         return
     try:
-        done = apply_plan(client, p, progress=lambda m: cli.err.print(f"  {m}", highlight=False, markup=False))
+        with bars(cli.err):
+            done = apply_plan(client, p, progress=lambda m: cli.err.print(f"  {m}", highlight=False, markup=False))
     except NetBoxError as exc:
         _fail(exc)
     cli.out.print(f"Applied: {done['create']} created, {done['update']} changed, {done['delete']} deleted "
