@@ -1043,8 +1043,10 @@ def _print_event(e) -> None:
 
 @app.command()
 def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", metavar="FILE", help="file to save the plan to as well (it is always saved as last-plan.json in the fabric's state directory)"),
-         target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
-    """Route, check, read the live tables (and the standbys' files) and show what apply would change.
+         target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT,
+         fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
+    """Route, check, read the live tables (and the standbys' files) and show what apply would change
+    (`--format json`: the plan without its tables, as `loom show PLAN --format json` prints it).
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
     from loom.push.apply import settle
@@ -1052,6 +1054,7 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     from loom.push.packing import plan_json
     from loom.push.plan import has_changes, make_plan
 
+    as_json = json_wanted(fmt, as_json)
     fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
     d = _target(fabric, target, inventory, ssh_config)
     try:
@@ -1065,7 +1068,12 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
         d.close()
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, plan_json(p))
-    _print_plan(p, out_file or d.dir / "last-plan.json")
+    if as_json:
+        from loom.render.plan_report import summary_json
+
+        sys.stdout.write(summary_json(p, entries=False))
+    else:
+        _print_plan(p, out_file or d.dir / "last-plan.json")
     raise typer.Exit(2 if has_changes(p) else 0)
 
 

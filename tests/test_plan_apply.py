@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from loom.cli import app
 from loom.expand import load_fabric
 from loom.push.daemon import Daemons, alive
 from loom.push.apply import apply_plan
@@ -18,7 +19,7 @@ from loom.push.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import route, subnet
 
-from .simfabric import TINY, TOPO, loom
+from .simfabric import TINY, TOPO, loom, runner
 
 pytestmark = pytest.mark.sim
 
@@ -48,6 +49,8 @@ def test_up_plan_apply_plan_down(tiny_up, tmp_path):
     assert code == 0 and "applied and verified" in out, out
     code, out = loom("plan", TINY)
     assert code == 0 and "No changes" in out, out
+    r = runner.invoke(app, ["plan", TINY, "--format", "json"])  # stdout alone: one JSON document
+    assert r.exit_code == 0 and json.loads(r.stdout)["changes"]["entries_changed"] == 0
     audit = [json.loads(l) for l in (d.dir / "audit.log").read_text().splitlines()]
     assert audit[-1]["ok"] and audit[-1]["user"] and audit[-1]["plan_sha256"] and audit[-1]["model_sha256"]
 
