@@ -334,6 +334,17 @@ class SshTarget:
         code = Path(restart_opensm.__file__).read_text()
         self._on(self.master).run("systemctl restart opensm" if how == "systemd" else
                                   f"python3 -c {shlex.quote(code)} {shlex.quote(self.master.paths.pidfile)}")
+        return self._await_sweep(before, timeout)
+
+    def reload(self, timeout: float) -> str:
+        """SIGHUP to the master's OpenSM (its pid file), then wait for its sweep."""
+        self.health()
+        before = len(self._log_lines(self.master, "SUBNET UP"))
+        self._on(self.master).run(f"kill -HUP \"$(cat {shlex.quote(self.master.paths.pidfile)})\"")
+        return self._await_sweep(before, timeout)
+
+    def _await_sweep(self, before: int, timeout: float) -> str:
+        """The engine of the first sweep finished after `before` SUBNET UP lines."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if len(self._log_lines(self.master, "SUBNET UP")) > before:

@@ -70,6 +70,10 @@ class Target(Protocol):
         """Make the master program the fabric from its inputs and wait for the sweep; return
         the routing engine OpenSM used ("file" unless it rejected the tables)."""
 
+    def reload(self, timeout: float) -> str:
+        """Make the master re-read its inputs (SIGHUP) and wait for the sweep: it sends only what
+        differs from what it programmed.  For table changes only (the watcher's)."""
+
     def standby_drift(self, files: dict[str, str | None]) -> list[str]:
         """Standby hosts whose input files differ from `files` (one line each)."""
 
@@ -133,6 +137,9 @@ class SimTarget:
 
     def push(self, timeout: float) -> str:
         return self.d.push(timeout)
+
+    def reload(self, timeout: float) -> str:
+        return self.d.reload(timeout)
 
     def standby_drift(self, files: dict[str, str | None]) -> list[str]:
         return []  # one OpenSM: no standbys
