@@ -245,24 +245,7 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
         over = load > bound
         if not over.any() and not over_r.any():
             break
-        best = None  # (cost, i, j)
-        seen = 0
-        for i in order:
-            c, r = chosen[i], roles[i]
-            if not (over[c] or over_r[r, c]):
-                continue
-            room = allowed[i] & (load < bound) & (load_r[r] < cap_r[r])
-            room[c] = False
-            if not room.any():
-                continue
-            js = np.flatnonzero(room)
-            cost = down.cost(peers[js], int(group.lids[i])) if down is not None else np.zeros(len(js), np.int64)
-            k = int(np.lexsort((load[js], cost))[0])
-            if best is None or cost[k] < best[0]:
-                best = (int(cost[k]), int(i), int(js[k]))
-            seen += 1
-            if best[0] == 0 or seen >= 64:
-                break
+        best = _best_move(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, group.lids, down, peers)
         moves = [best[1:]] if best is not None else _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r,
                                                            order, lambda i, j: 0 if down is None else
                                                            int(down.cost(peers[[j]], int(group.lids[i]))[0]))
@@ -283,6 +266,44 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
     lft[group.switch, group.lids[changed]] = group.ports[chosen[changed]]
     group.chosen = chosen
     return True
+
+
+SEEN = 64  # candidates looked at for a move that crowds nothing one level up
+
+
+def _best_move(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, lids, down, peers):
+    """The next single move (cost, i, j): in `order`, the destinations on a port over a cap that
+    have a port with room; among the first `SEEN` of them the first whose best port (least
+    crowding one level up, then least loaded, then lowest) crowds nothing, else the first.  All
+    candidates at once in numpy: one at a time in Python took 90 s on a fabric routed by minhop."""
+    over_any = over[chosen[order]] | over_r[roles[order], chosen[order]]
+    found, rooms = [], []
+    for start in range(0, len(order), 4 * SEEN):  # a few at a time: the first SEEN usually come early
+        part = order[start:start + 4 * SEEN][over_any[start:start + 4 * SEEN]]
+        r = roles[part]
+        room = allowed[part] & (load < bound)[None, :] & (load_r[r] < cap_r[r][:, None])
+        room[np.arange(len(part)), chosen[part]] = False
+        has = room.any(axis=1)
+        found.append(part[has])
+        rooms.append(room[has])
+        if sum(map(len, found)) >= SEEN:
+            break
+    cand, room = np.concatenate(found)[:SEEN], np.concatenate(rooms)[:SEEN]
+    if not len(cand):
+        return None
+    cost = np.zeros(room.shape, np.int64)
+    if down is not None:
+        lid = lids[cand].astype(np.int64)
+        t = down.target[lid]
+        tt = np.maximum(t, 0)[:, None]
+        p = peers[None, :]
+        cost = (~down.carries[p, lid[:, None]] & (down.into[p, tt] >= down.cap[p, tt])).astype(np.int64)
+        cost[t < 0] = 0
+    key = np.where(room, cost * (int(load.max()) + 1) + load[None, :], np.iinfo(np.int64).max)
+    j = key.argmin(axis=1)
+    c = cost[np.arange(len(cand)), j]
+    k = int(np.argmax(c == 0)) if (c == 0).any() else 0
+    return int(c[k]), int(cand[k]), int(j[k])
 
 
 CHAIN_TRIES = 2048
