@@ -169,14 +169,14 @@ def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--ou
     out.print(f"wrote {out_file}", highlight=False, markup=False)
 
 
-def _route(model: Path, engine: str):
+def _route(model: Path, engine: str, fabric: Fabric | None = None):
     from loom.routing import RoutingError, get_engine, route
 
     try:
         get_engine(engine)
     except RoutingError as exc:
         raise _input_error(exc, 2) from None
-    fabric = _fabric(model)
+    fabric = fabric or _fabric(model)
     try:
         return fabric, route(fabric, engine)
     except RoutingError as exc:
@@ -803,35 +803,37 @@ def cabling(
 @app.command()
 def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
             only: str = typer.Option("*", "--only", help="glob on device names (the 32,768-GPU fabric is big)")) -> None:
-    """Ethernet planes: per switch frr.conf (+ zebra/staticd/bgpd.conf) and SONiC config_db.json,
-    per host systemd-networkd files and an iproute2 script with per-NIC source routing.
+    """Ethernet planes: per switch frr.conf (+ zebra/bgpd/bfdd or staticd.conf) and SONiC
+    config_db.json (ports, BGP, the lossless QoS and buffer tables), per host systemd-networkd
+    files and an iproute2 script with per-NIC source routing, and mlnx_qos.sh.
 
     Exit 0 written; 1 invalid model or not an Ethernet fabric; 2 usage error."""
-    from fnmatch import fnmatch
+    from rich.progress import Progress
 
-    from loom.render.roce import all_switch_links, destinations, host_config, switch_config
+    from loom.model.names import PathEscape
+    from loom.render.outtree import OutputTree
+    from loom.render.roce import RoceConfigs
 
-    fabric, tables = _route(model, "auto")
+    fabric = _fabric(model)
     if fabric.technology != "ethernet":
         err.print(f"[red]error:[/red] {escape(str(model))} is {fabric.technology}: switch configs are for Ethernet planes "
                   "(InfiniBand gets `loom route`)", highlight=False)
         raise typer.Exit(1)
-    links_of = all_switch_links(fabric)
-    written = 0
-    for t in tables:
-        prefixes = destinations(t)
-        for row in range(t.subnet.n):
-            name = t.subnet.name(row)
-            if fnmatch(name, only):
-                for fname, text in switch_config(t, row, prefixes, links_of).items():
-                    _write_under(out_dir, f"switches/{name}/{fname}", text)
-                written += 1
-    for node in fabric.nodes:
-        if fnmatch(node.name, only):
-            for fname, text in host_config(fabric, node.index).items():
-                _write_under(out_dir, f"hosts/{node.name}/{fname}", text)
-            written += 1
-    out.print(f"wrote configs of {written} devices under {out_dir}", highlight=False, markup=False)
+    static = fabric.model.addressing.routing == "static"  # only pinned routes need the routing tables
+    rc = RoceConfigs(fabric, _route(model, "auto", fabric)[1] if static else None)
+    devices = rc.selected(only)
+    try:
+        with OutputTree(out_dir) as tree, Progress(console=err, transient=True) as bar:
+            task = bar.add_task("rendering", total=len(devices))
+            for rel_dir, files in rc.files(devices):
+                tree.add(rel_dir, files)
+                bar.advance(task)
+    except PathEscape as exc:
+        raise _input_error(exc) from None
+    except OSError as exc:
+        err.print(f"[red]error:[/red] cannot write under {escape(str(out_dir))}: {exc.strerror}", highlight=False)
+        raise typer.Exit(1) from None
+    out.print(f"wrote configs of {len(devices)} devices ({tree.written} files) under {out_dir}", highlight=False, markup=False)
 
 
 @app.command("inventory")

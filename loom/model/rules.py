@@ -498,6 +498,29 @@ def qos(model: Model) -> Iterator[Finding]:
         if len(isolated) + (1 if len(isolated) < len(classes) else 0) > lim.queues:
             yield Finding(("qos", "limits", "queues"), f"{len(isolated)} isolated classes need more queues than the {lim.queues} per port",
                           "set isolated: false on classes that may share a queue")
+        yield from _roce_marking(model.qos)
+
+
+def _roce_marking(q) -> Iterator[Finding]:
+    """RoCE marking: every class on a priority of its own beside the CNPs' (8 in all), and DSCP
+    values that tell the classes and the CNPs apart."""
+    from loom.qos.plan import CNP_TC, ROCE_TCS
+
+    marked = [c.name for c in q.classes if not c.default]
+    if len(marked) > len(ROCE_TCS) - 1:
+        yield Finding(("qos", "classes"), f"{len(marked)} RoCE classes besides the default, but 8 priorities hold at most "
+                      f"{len(ROCE_TCS) - 1} beside unmarked traffic (0) and congestion notifications ({CNP_TC})", "merge classes")
+    seen: dict[int, str] = {}
+    for i, c in enumerate(q.classes):
+        if c.dscp is None:
+            continue
+        if c.dscp == q.cnp_dscp:
+            yield Finding(("qos", "classes", i, "dscp"), f"class `{c.name}` uses DSCP {c.dscp}, the CNPs' (qos.cnp_dscp)",
+                          "give the class another DSCP value, or move the CNPs with qos.cnp_dscp")
+        elif c.dscp in seen:
+            yield Finding(("qos", "classes", i, "dscp"), f"classes `{seen[c.dscp]}` and `{c.name}` both use DSCP {c.dscp}",
+                          "give every class its own DSCP value")
+        seen.setdefault(c.dscp, c.name)
 
 
 def addressing(model: Model) -> Iterator[Finding]:
