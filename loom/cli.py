@@ -812,7 +812,7 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
 
     from loom.model.names import PathEscape
     from loom.render.outtree import OutputTree
-    from loom.render.roce import RoceConfigs
+    from loom.render.roce import RoceConfigs, selected
 
     fabric = _fabric(model)
     if fabric.technology != "ethernet":
@@ -820,8 +820,9 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
                   "(InfiniBand gets `loom route`)", highlight=False)
         raise typer.Exit(1)
     static = fabric.model.addressing.routing == "static"  # only pinned routes need the routing tables
-    rc = RoceConfigs(fabric, _route(model, "auto", fabric)[1] if static else None)
-    devices = rc.selected(only)
+    devices = selected(fabric, only)
+    rc = RoceConfigs(fabric, _route(model, "auto", fabric)[1] if static else None,
+                     None if only == "*" else {d.index for d in devices if not isinstance(d, int)})
     try:
         with OutputTree(out_dir) as tree, Progress(console=err, transient=True) as bar:
             task = bar.add_task("rendering", total=len(devices))

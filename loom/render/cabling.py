@@ -158,14 +158,16 @@ def _slack(fabric: Fabric) -> float:
     return fabric.model.cabling.slack_m if fabric.model.cabling else 0.0
 
 
-def cable_lengths(fabric: Fabric) -> list[int]:
-    """Every cable's measured run plus slack, in whole metres rounded up: the length SONiC's
-    CABLE_LENGTH wants (PFC headroom grows with it), with or without a catalogue; O(cables)."""
+def cable_lengths(fabric: Fabric, rows=None) -> list[int]:
+    """The measured run plus slack of every cable (or of the cables `rows`), in whole metres
+    rounded up: the length SONiC's CABLE_LENGTH wants (PFC headroom grows with it), with or
+    without a catalogue; O(cables)."""
     racks = RackMap(fabric)
     slack = _slack(fabric)
     c = fabric.cables
-    a = [_where(fabric, k, d) for k, d in zip(c.a_kind.tolist(), c.a_dev.tolist())]
-    b = [_where(fabric, k, d) for k, d in zip(c.b_kind.tolist(), c.b_dev.tolist())]
+    rows = slice(None) if rows is None else rows
+    a = [_where(fabric, k, d) for k, d in zip(c.a_kind[rows].tolist(), c.a_dev[rows].tolist())]
+    b = [_where(fabric, k, d) for k, d in zip(c.b_kind[rows].tolist(), c.b_dev[rows].tolist())]
     return [math.ceil(run_length(fabric, racks, x, y) + slack) for x, y in zip(a, b)]
 
 

@@ -32,13 +32,14 @@ under a minute (bench/configs.py).
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from functools import cached_property
+
+import numpy as np
 
 from loom.expand import HOST, SWITCH, Fabric, Switch
 from loom.expand.build import plane_pool
@@ -71,18 +72,23 @@ def _ntoa(x: int) -> str:
     return socket.inet_ntoa(struct.pack("!I", x))
 
 
-def all_switch_links(f: Fabric, lengths: list[int] | None = None) -> dict[int, list[Link]]:
-    """Switch index → its cabled ports as `Link`s, by port (one pass over the cables)."""
+def all_switch_links(f: Fabric, switches: set[int] | None = None) -> dict[int, list[Link]]:
+    """Switch index → its cabled ports as `Link`s, by port (one pass over the cables); with
+    `switches`, only those switches' (and only their cables measured)."""
     c = f.cables
-    lengths = cable_lengths(f) if lengths is None else lengths
-    addr = {"a": [_ntoa(s + 1) for s in c.subnet.tolist()], "b": [_ntoa(s) for s in c.subnet.tolist()]}
+    rows = np.arange(len(c))
+    if switches is not None:
+        want = np.array(sorted(switches), dtype=c.a_dev.dtype)
+        rows = np.flatnonzero(((c.a_kind == SWITCH) & np.isin(c.a_dev, want)) | ((c.b_kind == SWITCH) & np.isin(c.b_dev, want)))
+    lengths = dict(zip(rows.tolist(), cable_lengths(f, rows)))
+    addr = {"a": {i: _ntoa(int(c.subnet[i]) + 1) for i in rows.tolist()}, "b": {i: _ntoa(int(c.subnet[i])) for i in rows.tolist()}}
     cols = {k: getattr(c, k).tolist() for k in ("a_kind", "a_dev", "a_port", "b_kind", "b_dev", "b_port", "speed_gbps")}
-    out: dict[int, list[Link]] = {s.index: [] for s in f.switches}
-    for i in range(len(c)):
+    out: dict[int, list[Link]] = {s.index: [] for s in f.switches if switches is None or s.index in switches}
+    for i in rows.tolist():
         for me, other in (("a", "b"), ("b", "a")):
-            if cols[f"{me}_kind"][i] != SWITCH:
-                continue
             sw, port = cols[f"{me}_dev"][i], cols[f"{me}_port"][i]
+            if cols[f"{me}_kind"][i] != SWITCH or sw not in out:
+                continue
             ok, od = cols[f"{other}_kind"][i], cols[f"{other}_dev"][i]
             peer = f.switches[od] if ok == SWITCH else None
             out[sw].append(Link(port, port_name(f.switches[sw], port), addr[me][i], peer.name if peer else f.ports[od].ca,
@@ -98,7 +104,7 @@ def destinations(t: Tables) -> dict[int, str]:
     for lid in range(1, sn.max_lid + 1):
         if sn.lid_port[lid] >= 0:
             hp = f.ports[int(sn.lid_port[lid])]
-            out[lid] = str(ipaddress.IPv4Network(f"{hp.address}/31", strict=False))
+            out[lid] = _slash31(hp.address)
         elif sn.lid_switch[lid] >= 0:
             out[lid] = f"{sn.switch(int(sn.lid_switch[lid])).loopback}/32"
     return out
@@ -121,22 +127,24 @@ def peer_group(role: str) -> str:
     return f"TO-{role.upper()}"
 
 
-def _host_subnet(l: Link) -> str:
-    return str(ipaddress.IPv4Network(f"{l.address}/31", strict=False))
+def _slash31(address: str) -> str:
+    """The /31 an address is on, e.g. 10.0.0.13 → 10.0.0.12/31."""
+    return f"{_ntoa(struct.unpack('!I', socket.inet_aton(address))[0] & ~1)}/31"
 
 
 class RoceConfigs:
     """Every device's files of an Ethernet fabric.  `tables` (one per plane) are needed only for
     static routing; the fabric-wide inputs are computed once, on first use."""
 
-    def __init__(self, f: Fabric, tables: list[Tables] | None = None) -> None:
+    def __init__(self, f: Fabric, tables: list[Tables] | None = None, switches: set[int] | None = None) -> None:
         self.f = f
         self.mode = f.model.addressing.routing
         self.tables = {t.subnet.plane: t for t in tables or []}
+        self.switches = switches  # None: all; else the only switches whose files will be asked for
 
     @cached_property
     def links(self) -> dict[int, list[Link]]:
-        return all_switch_links(self.f)
+        return all_switch_links(self.f, self.switches)
 
     @cached_property
     def qos(self) -> QosPlan:
@@ -145,6 +153,10 @@ class RoceConfigs:
     @cached_property
     def lossless(self) -> Lossless:
         return lossless_plan(self.qos, self.f.model.qos.cnp_dscp if self.f.model.qos else 48)
+
+    @cached_property
+    def _plane_pool(self) -> dict[int, str]:
+        return {p: str(plane_pool(self.f.model, p)) for p in range(self.f.planes)}
 
     @cached_property
     def _rows(self) -> dict[int, tuple[Tables, int]]:
@@ -181,7 +193,7 @@ class RoceConfigs:
             routes = static_routes(t, row, self._prefixes[s.plane], {l.port: l for l in links})
             fallback = []
             if s.role == "leaf":
-                aggregate = str(plane_pool(self.f.model, s.plane))
+                aggregate = self._plane_pool[s.plane]
                 fallback = [(aggregate, l.peer_address) for l in links
                             if l.peer_asn is not None and t.subnet.peer_kind[row, l.port] == TO_SWITCH]
             files["staticd.conf"] = render("frr/staticd.conf.j2", **values, routes=routes, fallback=fallback,
@@ -189,10 +201,10 @@ class RoceConfigs:
         else:
             neighbours = [l for l in links if l.peer_asn is not None]
             groups = sorted({peer_group(l.peer_role) for l in neighbours})
-            hosts = [_host_subnet(l) for l in links if l.peer_role == "host"]
+            hosts = [_slash31(l.address) for l in links if l.peer_role == "host"]
             files["bgpd.conf"] = render("frr/bgpd.conf.j2", **values, neighbours=neighbours, groups=groups,
                                         group_of=peer_group, hosts=hosts, loopback_pool=self.f.model.addressing.loopback_pool,
-                                        plane_pool=str(plane_pool(self.f.model, s.plane)))
+                                        plane_pool=self._plane_pool[s.plane])
             files["bfdd.conf"] = render("frr/bfdd.conf.j2")
         files["frr.conf"] = "".join(files[k] for k in ("zebra.conf", "staticd.conf", "bgpd.conf", "bfdd.conf") if k in files)
         files["config_db.json"] = config_db_json(self.config_db(s))
@@ -224,7 +236,7 @@ class RoceConfigs:
         for k, p in enumerate(ports):
             first_on_plane.setdefault(p.plane, k)
             nics.append({"ifname": host_ifname(p), "address": p.address, "gateway": self._gateways[p.index],
-                         "table": 100 + k, "aggregate": str(plane_pool(self.f.model, p.plane)),
+                         "table": 100 + k, "aggregate": self._plane_pool[p.plane],
                          "main": first_on_plane[p.plane] == k, "mtu": self.lossless.host_mtu})
         name = self.f.nodes[node].name
         files = {f"10-loom-{n['ifname']}.network": render("host/networkd.network.j2", nic=n) for n in nics}
@@ -234,11 +246,6 @@ class RoceConfigs:
 
 
     # ------------------------------------------------------------------ every device
-    def selected(self, pattern: str = "*") -> list[Switch | int]:
-        """The switches, then the nodes (by index) whose names match a glob."""
-        return [s for s in self.f.switches if fnmatch(s.name, pattern)] + \
-            [n.index for n in self.f.nodes if n.index in self._ports_of and fnmatch(n.name, pattern)]
-
     def files(self, devices: list[Switch | int]) -> Iterator[tuple[str, dict[str, str]]]:
         """(`switches/<name>` or `hosts/<name>`, its files) for each device, in order."""
         for d in devices:
@@ -246,6 +253,13 @@ class RoceConfigs:
                 yield f"switches/{d.name}", self.switch(d)
             else:
                 yield f"hosts/{self.f.nodes[d].name}", self.host(d)
+
+
+def selected(f: Fabric, pattern: str = "*") -> list[Switch | int]:
+    """The switches, then the cabled nodes (by index), whose names match a glob."""
+    cabled = {p.node for p in f.ports}
+    return [s for s in f.switches if fnmatch(s.name, pattern)] + \
+        [n.index for n in f.nodes if n.index in cabled and fnmatch(n.name, pattern)]
 
 
 def host_ifname(p) -> str:
@@ -268,7 +282,8 @@ def mlnx_qos(plan: QosPlan, ll: Lossless, node: str, nics: list[str]) -> str:
 def switch_config(t: Tables, row: int, prefixes: dict[int, str] | None = None, links_of=None) -> dict[str, str]:
     """One switch's files (what `RoceConfigs.switch` gives; kept for callers holding one plane's tables)."""
     f = t.subnet.fabric
-    return RoceConfigs(f, [t]).switch(t.subnet.switch(row))
+    s = t.subnet.switch(row)
+    return RoceConfigs(f, [t], {s.index}).switch(s)
 
 
 def host_config(f: Fabric, node: int) -> dict[str, str]:
@@ -290,5 +305,5 @@ def plane_links_ok(f: Fabric) -> list[str]:
     return bad
 
 
-__all__ = ["Link", "RoceConfigs", "all_switch_links", "destinations", "host_config", "host_ifname", "mlnx_qos",
+__all__ = ["Link", "RoceConfigs", "all_switch_links", "selected", "destinations", "host_config", "host_ifname", "mlnx_qos",
            "peer_group", "plane_links_ok", "port_name", "switch_config"]
