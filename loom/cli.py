@@ -266,7 +266,7 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
     fabric's `dump_fts`, a hand-edited file."""
     from loom.checks import EBB_SAMPLES, check_tables
     from loom.checks.planes import check_planes, check_rails
-    from loom.qos import plan_qos
+    from loom.qos import fabric_qos
 
     as_json = _json_wanted(fmt, as_json)
 
@@ -282,9 +282,14 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
         except InputError as exc:
             raise _input_error(exc) from None
     ebb_samples = EBB_SAMPLES if ebb_samples is None else ebb_samples
-    qos = plan_qos(fabric.model)
+    qos = fabric_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
     cabling = {"isolation": check_planes(fabric), "rails": check_rails(fabric)}
+    ethernet = fabric.technology == "ethernet"
+    if ethernet:
+        from loom.checks.roce_qos import check_fabric
+
+        cabling["roce_qos"] = check_fabric(fabric)
     bound_key = "design_within_bound" if design_bound else "within_bound"
     ok = all(p["reachable"] and p["deadlock_free"] and p["balance"][bound_key] and (p["qos"] is None or p["qos"]["ok"])
              for p in planes) and all(c is None or c["ok"] for c in cabling.values())
@@ -292,6 +297,10 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
     report.update(planes[0] if len(planes) == 1 else {"planes": planes})
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, default=_np_default) + "\n")
+    elif ethernet:
+        from loom.render.roce_report import print_roce_check
+
+        print_roce_check(out, fabric.name, cabling, planes)
     else:
         _print_cabling(fabric.name, **cabling)
         for p in planes:

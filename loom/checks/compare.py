@@ -25,7 +25,7 @@ import numpy as np
 
 from loom.expand import Fabric
 from loom.expand.churn import churn
-from loom.qos import plan_qos
+from loom.qos import fabric_qos
 from loom.routing import route
 from loom.routing.base import NO_ROUTE, Tables
 
@@ -74,7 +74,7 @@ def evaluate(label: str, fabric: Fabric, ebb_samples: int = EBB_SAMPLES, hint: S
     revision's routes where balance allows (what `loom plan` does against the live fabric), so
     the diff shows what must move."""
     tables = route(fabric, hint=hint.tables if hint and hint.routed else None)
-    qos = plan_qos(fabric.model)
+    qos = fabric_qos(fabric.model)
     return Side(label, fabric, tables, [check_tables(t, ebb_samples, qos) for t in tables])
 
 
