@@ -297,14 +297,17 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
     report.update(planes[0] if len(planes) == 1 else {"planes": planes})
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, default=_np_default) + "\n")
-    elif ethernet:
-        from loom.render.roce_report import print_roce_check
-
-        print_roce_check(out, fabric.name, cabling, planes)
     else:
-        _print_cabling(fabric.name, **cabling)
-        for p in planes:
-            _print_check(fabric.name, p)
+        _print_cabling(fabric.name, cabling["isolation"], cabling["rails"])
+        if ethernet:
+            from loom.render.roce_report import print_lossless, print_plane
+
+            for p in planes:
+                print_plane(out, fabric.name, p)
+            print_lossless(out, fabric.name, cabling["roce_qos"])
+        else:
+            for p in planes:
+                _print_check(fabric.name, p)
     raise typer.Exit(0 if ok else 1)
 
 

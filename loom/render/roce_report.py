@@ -1,6 +1,7 @@
 """`loom check` on Ethernet planes, in RoCE words: NICs, routes, ECMP groups, priorities,
 PFC and the lossless configuration — never CA, SL/VL or LFT, which Ethernet does not have.
-The JSON keys are those of every fabric (`loom.checks.check_tables`); only the text differs.
+The JSON keys are those of every fabric (`loom.checks.check_tables`); only the text differs
+(the cabling lines are every fabric's).
 """
 
 from __future__ import annotations
@@ -13,18 +14,8 @@ def _yes(ok: bool) -> str:
     return "[green]yes[/green]" if ok else "[red]NO[/red]"
 
 
-def print_roce_check(out: Console, name: str, cabling: dict, planes: list[dict]) -> None:
-    iso, rails, q = cabling["isolation"], cabling["rails"], cabling["roce_qos"]
-    out.print(f"[bold]{name}[/bold] cabling: planes isolated {_yes(iso['ok'])}  {iso['planes']} plane(s), "
-              f"{iso['inter_switch_cables']} switch links and {iso['nic_ports']} NIC ports each in their own plane, "
-              "a NIC's ports on different switches")
-    if rails is not None:
-        out.print(f"  rails correct:  {_yes(rails['ok'])}  NIC i of each of {rails['nodes']} nodes on rail i "
-                  f"({rails['rail_leaves']} rail leaves)")
-    for p in iso["problems"] + (rails["problems"] if rails else []):
-        out.print(f"    [red]{escape(p)}[/red]", highlight=False)
-    for p in planes:
-        print_plane(out, name, p)
+def print_lossless(out: Console, name: str, q: dict) -> None:
+    """The lossless cross-check (`loom.checks.roce_qos`)."""
     out.print(f"[bold]{name}[/bold] lossless configuration: {_yes(q['ok'])}  SONiC tables of {q['switches']} switches and NIC "
               f"settings of {q['hosts']} hosts{' (a sample: the ends of every role and node type)' if q['sampled'] else ''} "
               f"agree with the classes on DSCP, priorities, PGs, queues and MTU")
