@@ -158,3 +158,24 @@ def test_loom_check_speaks_roce_on_ethernet_and_fails_on_a_bad_config(tmp_path, 
     monkeypatch.setattr("loom.render.roce.qos_tables", drifted)
     r = runner.invoke(app, ["check", str(LAB), "--json"])
     assert r.exit_code == 1 and not json.loads(r.output)["roce_qos"]["ok"]
+
+
+def test_a_class_dscp_and_the_cnp_dscp_reach_switches_and_hosts(tmp_path):
+    path = tmp_path / "lab.yaml"
+    path.write_text(LAB.read_text() + QOS.replace("lossless: true, env_tc", "lossless: true, dscp: 24, env_tc") + "  cnp_dscp: 46\n")
+    f = load_fabric(path)
+    rc = RoceConfigs(f)
+    assert rc.config_db(f.switches[0])["DSCP_TO_TC_MAP"]["AZURE"] == {"0": "0", "24": "3", "34": "4", "46": "6"}
+    script = rc.host(0)["mlnx_qos.sh"]
+    assert "echo 46 >" in script and "-t 96" in script
+    assert check_fabric(f)["ok"]
+
+
+def test_configs_into_a_file_is_a_clean_error(tmp_path):
+    (tmp_path / "taken").write_text("x")
+    r = runner.invoke(app, ["configs", str(LAB), "--out", str(tmp_path / "taken")])
+    assert r.exit_code == 1 and "cannot write under" in r.output and "Traceback" not in r.output
+    r = runner.invoke(app, ["configs", str(LAB), "--out", str(tmp_path / "out"), "--only", "lab-leaf*"])
+    assert r.exit_code == 0 and "3 devices (15 files)" in r.output
+    assert sorted(p.name for p in (tmp_path / "out" / "switches").iterdir()) == ["lab-leaf0", "lab-leaf1", "lab-leaf2"]
+    assert not list((tmp_path / "out").rglob(".loom-tmp*"))

@@ -503,24 +503,27 @@ def qos(model: Model) -> Iterator[Finding]:
 
 def _roce_marking(q) -> Iterator[Finding]:
     """RoCE marking: every class on a priority of its own beside the CNPs' (8 in all), and DSCP
-    values that tell the classes and the CNPs apart."""
-    from loom.qos.plan import CNP_TC, ROCE_TCS
+    values (given, or the defaults `loom.qos.plan.roce_marking` picks) that tell the classes and
+    the CNPs apart."""
+    from loom.qos.plan import CNP_TC, ROCE_TCS, roce_marking
 
     marked = [c.name for c in q.classes if not c.default]
     if len(marked) > len(ROCE_TCS) - 1:
         yield Finding(("qos", "classes"), f"{len(marked)} RoCE classes besides the default, but 8 priorities hold at most "
                       f"{len(ROCE_TCS) - 1} beside unmarked traffic (0) and congestion notifications ({CNP_TC})", "merge classes")
+        return
+    ordered = [c for c in q.classes if c.default] + [c for c in q.classes if not c.default]
+    dscp = {id(c): d for c, (_, d) in zip(ordered, roce_marking(ordered))}
     seen: dict[int, str] = {}
     for i, c in enumerate(q.classes):
-        if c.dscp is None:
-            continue
-        if c.dscp == q.cnp_dscp:
-            yield Finding(("qos", "classes", i, "dscp"), f"class `{c.name}` uses DSCP {c.dscp}, the CNPs' (qos.cnp_dscp)",
+        d = dscp[id(c)]
+        if d == q.cnp_dscp:
+            yield Finding(("qos", "classes", i, "dscp"), f"class `{c.name}` uses DSCP {d}, the CNPs' (qos.cnp_dscp)",
                           "give the class another DSCP value, or move the CNPs with qos.cnp_dscp")
-        elif c.dscp in seen:
-            yield Finding(("qos", "classes", i, "dscp"), f"classes `{seen[c.dscp]}` and `{c.name}` both use DSCP {c.dscp}",
-                          "give every class its own DSCP value")
-        seen.setdefault(c.dscp, c.name)
+        elif d in seen:
+            yield Finding(("qos", "classes", i, "dscp"), f"classes `{seen[d]}` and `{c.name}` both use DSCP {d}",
+                          "give every class its own DSCP value (`dscp:`)")
+        seen.setdefault(d, c.name)
 
 
 def addressing(model: Model) -> Iterator[Finding]:
