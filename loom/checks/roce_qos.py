@@ -23,20 +23,13 @@ from __future__ import annotations
 
 import re
 
-from loom.qos.lossless import L2_OVERHEAD, ROCE_OVERHEAD, Lossless, headroom
+from loom.qos.lossless import L2_OVERHEAD, ROCE_OVERHEAD, Lossless, dwrr_weights, headroom
 from loom.qos.plan import QosPlan
 
 _MLNX = re.compile(r"^mlnx_qos -i (\S+) --trust (\S+) --pfc (\S+) --tsa (\S+) --tcbw (\S+)$", re.M)
 _CNP = re.compile(r"^echo (\d+) > /sys/class/net/(\S+)/ecn/roce_np/cnp_dscp$", re.M)
 _TOS = re.compile(r"cma_roce_tos .* -t (\d+)")
 _MTU = re.compile(r"^MTUBytes=(\d+)$", re.M)
-
-
-def _pct(plan: QosPlan) -> dict[int, int]:
-    """Priority → the weight its class should get, in percent (as the renderers round)."""
-    pct = {c.tc: round(c.share * 100) for c in plan.classes}
-    pct[plan.classes[0].tc] += 100 - sum(pct.values())
-    return pct
 
 
 def check_switch(name: str, db: dict, plan: QosPlan, ll: Lossless, host_mtu: int) -> list[str]:
@@ -64,7 +57,7 @@ def check_switch(name: str, db: dict, plan: QosPlan, ll: Lossless, host_mtu: int
                        f"{pfc_q.get(str(t))} (TC_TO_QUEUE_MAP, MAP_PFC_PRIORITY_TO_QUEUE)")
     sched, wred, profiles = table("SCHEDULER"), table("WRED_PROFILE"), table("BUFFER_PROFILE")
     lengths = table("CABLE_LENGTH").get("AZURE", {})
-    weights = _pct(plan)
+    weights = dwrr_weights(plan)
     for port, entry in table("PORT").items():
         mtu = int(entry.get("mtu", 0))
         if mtu < host_mtu + L2_OVERHEAD:
@@ -102,7 +95,7 @@ def check_host(name: str, files: dict[str, str], plan: QosPlan, ll: Lossless) ->
     out = []
     script = files.get("mlnx_qos.sh", "")
     pfc_vector = ",".join("1" if t in ll.pfc else "0" for t in range(8))
-    weights = _pct(plan)
+    weights = dwrr_weights(plan)
     nics = _MLNX.findall(script)
     if not nics:
         out.append(f"{name}: mlnx_qos.sh sets no NIC")

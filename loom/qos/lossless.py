@@ -85,6 +85,14 @@ def roce_plan(model: Model) -> QosPlan:
     return plan_qos(model.model_copy(update={"qos": Qos(classes=list(DEFAULT_CLASSES))}))
 
 
+def dwrr_weights(plan: QosPlan) -> dict[int, int]:
+    """Priority → its class's DWRR (switch) and ETS (NIC) weight in percent: the shares rounded,
+    the first (default) class taking the remainder so the weights add up to 100."""
+    pct = {c.tc: round(c.share * 100) for c in plan.classes}
+    pct[plan.classes[0].tc] += 100 - sum(pct.values())
+    return pct
+
+
 def lossless_plan(plan: QosPlan, cnp_dscp: int = 48) -> Lossless:
     lossless = [c for c in plan.classes if c.lossless]
     return Lossless(pfc=tuple(sorted(c.tc for c in lossless)),

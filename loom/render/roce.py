@@ -43,7 +43,7 @@ import numpy as np
 
 from loom.expand import HOST, SWITCH, Fabric, Switch
 from loom.expand.build import plane_pool
-from loom.qos.lossless import Lossless, lossless_plan, roce_plan
+from loom.qos.lossless import Lossless, dwrr_weights, lossless_plan, roce_plan
 from loom.qos.plan import QosPlan
 from loom.routing.base import NO_ROUTE, Tables
 from loom.routing.subnet import TO_SWITCH
@@ -270,8 +270,7 @@ def mlnx_qos(plan: QosPlan, ll: Lossless, node: str, nics: list[str]) -> str:
     """The NICs' side of the lossless set, in the switches' priorities: DSCP trust, PFC on the
     lossless priorities, ETS with the classes' weights (the CNP priority strict), ECN on the
     lossless priorities, CNPs marked with the CNP DSCP, RoCE traffic with the RoCE DSCP."""
-    pct = {c.tc: round(c.share * 100) for c in plan.classes}
-    pct[plan.classes[0].tc] += 100 - sum(pct.values())
+    pct = dwrr_weights(plan)
     return render("host/mlnx_qos.sh.j2", node=node, nics=nics, pfc=list(ll.pfc), cnp_dscp=ll.cnp_dscp,
                   pfc_vector=",".join("1" if t in ll.pfc else "0" for t in range(8)),
                   tsa=",".join("strict" if t == ll.cnp_tc else "ets" for t in range(8)),
@@ -279,8 +278,9 @@ def mlnx_qos(plan: QosPlan, ll: Lossless, node: str, nics: list[str]) -> str:
                   tos=None if ll.roce_dscp is None else ll.roce_dscp << 2)
 
 
-def switch_config(t: Tables, row: int, prefixes: dict[int, str] | None = None, links_of=None) -> dict[str, str]:
-    """One switch's files (what `RoceConfigs.switch` gives; kept for callers holding one plane's tables)."""
+def switch_config(t: Tables, row: int, *_compat) -> dict[str, str]:
+    """One switch's files (what `RoceConfigs.switch` gives), for callers holding one plane's
+    tables; the prefixes and links older callers pass are computed here."""
     f = t.subnet.fabric
     s = t.subnet.switch(row)
     return RoceConfigs(f, [t], {s.index}).switch(s)

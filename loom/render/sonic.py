@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _str
 
 from loom.expand import Switch
-from loom.qos.lossless import BUFFER_BYTES, ECN, PFCWD, Lossless, headroom
+from loom.qos.lossless import BUFFER_BYTES, ECN, PFCWD, Lossless, dwrr_weights, headroom
 from loom.qos.plan import QosPlan
 
 SERDES_LANES = 512
@@ -57,25 +57,17 @@ def port_entry(switch: Switch, p: SonicPort, mtu: int) -> dict:
             "speed": str(p.speed_gbps * 1000), "mtu": str(mtu), "fec": "rs", "description": p.description}
 
 
-def _dwrr(plan: QosPlan) -> dict[str, int]:
-    """Class name → DWRR weight in percent (adding up to 100)."""
-    pct = {c.name: round(c.share * 100) for c in plan.classes}
-    first = plan.classes[0].name
-    pct[first] += 100 - sum(pct.values())
-    return pct
-
-
 def qos_tables(plan: QosPlan, ll: Lossless, ports: list[SonicPort]) -> dict:
     """The QoS and buffer tables of one switch; O(ports × priorities)."""
     pfc = ",".join(map(str, ll.pfc))
-    weights = _dwrr(plan)
+    weights = dwrr_weights(plan)
     rooms = {(p.speed_gbps, p.length_m): headroom(p.speed_gbps, p.length_m, ll.switch_mtu) for p in ports}
     tables: dict[str, dict] = {
         "DSCP_TO_TC_MAP": {MAP: {str(d): str(t) for d, t in sorted(ll.dscp_to_tc.items())}},
         "TC_TO_PRIORITY_GROUP_MAP": {MAP: {str(t): str(t if t in ll.pfc else 0) for t in range(8)}},
         "TC_TO_QUEUE_MAP": {MAP: {str(t): str(t) for t in range(8)}},
         "MAP_PFC_PRIORITY_TO_QUEUE": {MAP: {str(t): str(t) for t in range(8)}},
-        "SCHEDULER": {**{f"scheduler.{c.name}": {"type": "DWRR", "weight": str(weights[c.name])} for c in plan.classes},
+        "SCHEDULER": {**{f"scheduler.{c.name}": {"type": "DWRR", "weight": str(weights[c.tc])} for c in plan.classes},
                       CNP_SCHEDULER: {"type": "STRICT"}},
         "WRED_PROFILE": {LOSSLESS_WRED: {"ecn": "ecn_all", "wred_green_enable": "true", "wred_yellow_enable": "true",
                                          "wred_red_enable": "true", **{f"{colour}_{k}": str(v) for colour in ("green", "yellow", "red")
