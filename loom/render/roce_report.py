@@ -50,8 +50,14 @@ def print_plane(out: Console, name: str, p: dict) -> None:
     if q:
         for prob in q["problems"]:
             out.print(f"    [red]{escape(prob)}[/red]", highlight=False)
-    leaf = b["levels"].get("leaf_up", {})
-    out.print(f"  ECMP balance:   {_yes(b['within_bound'])}  {leaf.get('groups', 0)} leaf ECMP groups (up-links to the spines), "
+    if p.get("part_vls") and not p["deadlock_free_single_vl"]:
+        out.print("  [yellow]warning:[/yellow] the PFC verdict counts traffic from each BiGraph part on a priority of its own "
+                  "(EFLOPS); `loom configs` gives each lossless class one priority, on which this routing is NOT free of "
+                  "PFC deadlock")
+    edge = "leaf_up" if "leaf_up" in b["levels"] else "across"
+    groups = b["levels"].get(edge, {}).get("groups", 0)
+    out.print(f"  ECMP balance:   {_yes(b['within_bound'])}  {groups} ECMP groups at the edge "
+              f"({'leaf up-links to the spines' if edge == 'leaf_up' else 'links to the other part'}), "
               f"max {b['max_dest_per_up_port']} routes per up-link, bound {b['lower_bound']} (design {b['design_bound']}), "
               f"min {b['min_dest_per_up_port']}")
     for w in b["worst"]:
