@@ -14,10 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from loom.cli_options import FORMAT_OPT, JSON_OPT, MODEL_ARG, format_of, json_wanted
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 
-app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.")
+app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.", rich_markup_mode=None)
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
@@ -38,18 +39,6 @@ def _main(show_version: bool = typer.Option(False, "--version", callback=_versio
                                             help="print loom's version and exit")) -> None:
     """Loom: declarative AI-cluster fabrics."""
 
-MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
-FORMAT_OPT = typer.Option("text", "--format", help="text or json")
-JSON_OPT = typer.Option(False, "--json", help="same as --format json")
-
-
-def _json_wanted(fmt: str, as_json: bool) -> bool:
-    """One grammar: `--format text|json` everywhere, `--json` kept as its alias; anything else
-    is a usage error (exit 2)."""
-    if fmt not in ("text", "json"):
-        _print_error(f"--format must be text or json, not {fmt}")
-        raise typer.Exit(2)
-    return as_json or fmt == "json"
 
 
 def _fabric(path: Path) -> Fabric:
@@ -113,12 +102,18 @@ def validate(model: Path = MODEL_ARG) -> None:
 
 
 @app.command()
-def show(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
-    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage.
-    Exit 0; 1 for an invalid model; 2 for a usage error or a missing file."""
+def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan file saved by `loom plan` (JSON)"),
+         fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT,
+         entries: bool = typer.Option(False, "--entries", help="a plan: every LFT entry it changes")) -> None:
+    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage; or a
+    saved plan: what it changes (`--entries`: each entry, `LID 0x0012 (name): port 21 → 24`).
+    Exit 0; 1 for an invalid model or plan; 2 for a usage error or a missing file."""
+    from loom.render.plan_report import is_plan
     from loom.render.summary import summarize
 
-    as_json = _json_wanted(fmt, as_json)
+    as_json = json_wanted(fmt, as_json)
+    if is_plan(model):
+        return _show_plan(model, as_json, entries)
     s = summarize(_fabric(model))
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
@@ -159,7 +154,7 @@ def show(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OP
 
 
 @app.command("expand")
-def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--out", help="JSON file to write")) -> None:
+def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--out", metavar="FILE", help="JSON file to write")) -> None:
     """Write the port-level fabric as canonical JSON (same model ⇒ same bytes).
 
     Exit 0 written; 1 invalid model or unwritable file; 2 usage error."""
@@ -211,7 +206,7 @@ def _target(fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path 
 
 
 @app.command("route")
-def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
+def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="directory to write"),
               engine: str = ENGINE_OPT) -> None:
     """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid, DIR/topology.net (the
     fabric as it stands, in the ibnetdiscover/ibsim format), DIR/qos-policy.conf (OpenSM -Y, when
@@ -251,7 +246,8 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
 
 @app.command()
-def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT,
+def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", help="text, json or markdown"),
+          as_json: bool = JSON_OPT,
           engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB (default: "
                                                  "loom.checks.EBB_SAMPLES, the count loom diff uses too)"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
@@ -268,7 +264,7 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
     from loom.checks.planes import check_planes, check_rails
     from loom.qos import fabric_qos
 
-    as_json = _json_wanted(fmt, as_json)
+    fmt = format_of(fmt, as_json, ("text", "json", "markdown"))
 
     if lfts is None:
         fabric, tables = _route(model, engine)
@@ -295,8 +291,12 @@ def check(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_O
              for p in planes) and all(c is None or c["ok"] for c in cabling.values())
     report = {"fabric": fabric.name, "ok": ok, **cabling}
     report.update(planes[0] if len(planes) == 1 else {"planes": planes})
-    if as_json:
+    if fmt == "json":
         sys.stdout.write(json.dumps(report, indent=2, default=_np_default) + "\n")
+    elif fmt == "markdown":
+        from loom.render.check_report import markdown
+
+        sys.stdout.write(markdown(report, planes, bound_key))
     else:
         _print_cabling(fabric.name, cabling["isolation"], cabling["rails"])
         if ethernet:
@@ -346,7 +346,7 @@ def whatif(model: Path = MODEL_ARG,
     from loom.qos import plan_qos
     from loom.render.whatif_report import print_outcomes, print_trials
 
-    as_json = _json_wanted(fmt, as_json)
+    as_json = json_wanted(fmt, as_json)
     if bool(fail) == bool(random):
         _print_error("give either --fail NAME (repeatable) or --random K")
         raise typer.Exit(2)
@@ -384,7 +384,7 @@ def discover(model: Path = MODEL_ARG,
                                                   "instead of reading the simulated fabric"),
              fmt: str = typer.Option("text", "--format", help="text | json | csv (the change sheet)"),
              as_json: bool = typer.Option(False, "--json", help="same as --format json"),
-             out_file: Path | None = typer.Option(None, "--out", help="write the report to this file too"),
+             out_file: Path | None = typer.Option(None, "--out", metavar="FILE", help="file to write the report to as well"),
              record: bool = typer.Option(False, "--record", help="write the GUIDs found into the model's lock file"),
              target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT,
              ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
@@ -597,7 +597,7 @@ def lock_cmd(model: Path = MODEL_ARG,
 
 
 @app.command()
-def docs(out_dir: Path = typer.Option(Path("docs"), "--out", help="directory for the generated references")) -> None:
+def docs(out_dir: Path = typer.Option(Path("docs"), "--out", metavar="DIR", help="directory for the generated references")) -> None:
     """Write the references generated from the code: docs/model.md, docs/cabling.md, docs/cli.md
     and the model's JSON Schema docs/model.schema.json (editors validate YAML against it).
 
@@ -733,87 +733,7 @@ def _cable_plan(path: Path, fabric: Fabric):
 
 
 @app.command()
-def cabling(
-    args: list[str] = typer.Argument(..., help="MODEL, or: diff OLD NEW (model files)"),
-    fmt: str = typer.Option("csv", "--format", help="csv, labels (label-printer CSV), xlsx or html (diff: text or csv)"),
-    out_file: Path | None = typer.Option(None, "--out", help="file to write (default: standard output for text)"),
-    base: str | None = typer.Option(None, "--base", help="diff: git revision of NEW to use as OLD"),
-) -> None:
-    """Cabling sheets: `loom cabling MODEL --format csv|labels|xlsx|html --out PATH`;
-    change sheets: `loom cabling diff OLD NEW` (or `diff MODEL --base REV`).
-
-    Exit 0 written; 1 invalid model or a run no medium reaches; 2 usage error."""
-    import tempfile
-
-    if args[0] == "diff":
-        from loom.render.cabling_diff import change_sheet, change_sheet_csv, change_sheet_text, pull_list
-
-        if len(args) == 3:
-            old_p, new_p = Path(args[1]), Path(args[2])
-            tmpdir = None
-        elif len(args) == 2 and base:
-            tmpdir = tempfile.TemporaryDirectory(prefix="loom-cabling-")
-            new_p = Path(args[1])
-            try:
-                old_p, _ = _model_at(new_p, base, None, Path(tmpdir.name), "base")
-            except _DiffError as exc:
-                _print_error(exc)
-                raise typer.Exit(1) from None
-            (old_p.parent / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
-        else:
-            err.print("[red]error:[/red] use `loom cabling diff OLD NEW` or `loom cabling diff MODEL --base REV`")
-            raise typer.Exit(2)
-        old_f = _fabric(old_p)
-        try:
-            new_f = _side(new_p, old_f)
-        except ModelError as exc:
-            _print_model_error(new_p, exc)
-            raise typer.Exit(1) from None
-        new_plan = _cable_plan(new_p, new_f)
-        lines = change_sheet(old_f, _cable_plan(old_p, old_f), new_f, new_plan)
-        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines, pull_list(lines, new_plan))
-        if tmpdir:
-            tmpdir.cleanup()
-    else:
-        if len(args) != 1:
-            err.print("[red]error:[/red] give one MODEL (or `diff OLD NEW`)")
-            raise typer.Exit(2)
-        model = Path(args[0])
-        fabric = _fabric(model)
-        plan = _cable_plan(model, fabric)
-        if fmt == "csv":
-            from loom.render.cabling import to_csv
-
-            text = to_csv(plan)
-        elif fmt == "labels":
-            from loom.render.labels import to_labels_csv
-
-            text = to_labels_csv(plan)
-        elif fmt == "html":
-            from loom.render.cabling_docs import to_html
-
-            text = to_html(fabric, plan)
-        elif fmt == "xlsx":
-            from loom.render.cabling_docs import to_xlsx
-
-            if out_file is None:
-                err.print("[red]error:[/red] --format xlsx needs --out FILE")
-                raise typer.Exit(2)
-            _write(out_file, to_xlsx(fabric, plan))
-            out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False, markup=False)
-            return
-        else:
-            err.print(f"[red]error:[/red] --format must be csv, labels, xlsx or html, not {escape(str(fmt))}")
-            raise typer.Exit(2)
-    if out_file is None:
-        sys.stdout.write(text)
-    else:
-        _write(out_file, text)
-        out.print(f"wrote {out_file}", highlight=False, markup=False)
-
-
-@app.command()
-def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", help="directory to write"),
+def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="directory to write"),
             only: str = typer.Option("*", "--only", help="glob on device names (the 32,768-GPU fabric is big)")) -> None:
     """Ethernet planes: per switch frr.conf (+ zebra/bgpd/bfdd or staticd.conf) and SONiC
     config_db.json (ports, BGP, the lossless QoS and buffer tables), per host systemd-networkd
@@ -850,7 +770,7 @@ def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", 
 
 
 @app.command("inventory")
-def inventory_cmd(model: Path = MODEL_ARG, out_dir: Path | None = typer.Option(None, "--out",
+def inventory_cmd(model: Path = MODEL_ARG, out_dir: Path | None = typer.Option(None, "--out", metavar="DIR",
                   help="directory (default: inventory/<fabric>)")) -> None:
     """Write the Ansible inventory: hosts by role, zone, plane, rack; derived host settings.
 
@@ -872,11 +792,13 @@ app.add_typer(host_app, name="host")
 @host_app.command("check")
 def host_check(model: Path = MODEL_ARG, host: str = typer.Option(..., "--host", help="node name"),
                facts: Path = typer.Option(..., "--facts", help="directory with nvidia-smi-topo.txt, lspci-vvv.txt, numactl-H.txt"),
-               as_json: bool = typer.Option(False, "--json")) -> None:
+               fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
     """Compare a host's gathered facts with its node type's intent.
 
     Exit 0 as intended; 1 anything differs (or the model is invalid); 2 usage error or unreadable facts."""
     from loom.host.check import FactsError, check_host, read_facts
+
+    as_json = json_wanted(fmt, as_json)
 
     fabric = _fabric(model)
     if host not in fabric.node_index:
@@ -910,11 +832,14 @@ def _routed(model: Path):
 
 
 def _phase(name: str, fn, *args):
-    """Run one phase with a spinner and print how long it took."""
+    """Run one phase with a spinner (and a bar for each countable piece of work inside it, see
+    `loom.progress`) and print how long it took."""
     import time
 
+    from loom.render.progress_bar import bars
+
     t0 = time.perf_counter()
-    with err.status(f"{name} ..."):
+    with bars(err, name):
         result = fn(*args)
     err.print(f"  {name}: {time.perf_counter() - t0:.2f}s", highlight=False)
     return result
@@ -1014,7 +939,7 @@ def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = J
     from loom.push.links import links_down
     from loom.push.lock import is_free
 
-    as_json = _json_wanted(fmt, as_json)
+    as_json = json_wanted(fmt, as_json)
     d = Daemons.of(_fabric(model).name)
     s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
          "links_down": links_down(d.dir)}
@@ -1132,15 +1057,19 @@ def _print_event(e) -> None:
 
 
 @app.command()
-def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too"),
-         target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
-    """Route, check, read the live tables (and the standbys' files) and show what apply would change.
+def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", metavar="FILE", help="file to save the plan to as well (it is always saved as last-plan.json in the fabric's state directory)"),
+         target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT,
+         fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
+    """Route, check, read the live tables (and the standbys' files) and show what apply would change
+    (`--format json`: the plan without its tables, as `loom show PLAN --format json` prints it).
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
     from loom.push.apply import settle
     from loom.push.errors import PlanError, TargetError
+    from loom.push.packing import plan_json
     from loom.push.plan import has_changes, make_plan
 
+    as_json = json_wanted(fmt, as_json)
     fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
     d = _target(fabric, target, inventory, ssh_config)
     try:
@@ -1153,8 +1082,13 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     finally:
         d.close()
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
-        _write(path, json.dumps(p, indent=1) + "\n")
-    _print_plan(p, out_file or d.dir / "last-plan.json")
+        _write(path, plan_json(p))
+    if as_json:
+        from loom.render.plan_report import summary_json
+
+        sys.stdout.write(summary_json(p, entries=False))
+    else:
+        _print_plan(p, out_file or d.dir / "last-plan.json")
     raise typer.Exit(2 if has_changes(p) else 0)
 
 
@@ -1197,6 +1131,26 @@ def _print_plan(p: dict, saved: Path) -> None:
     out.print(f"saved in {saved}; apply with: loom apply {saved}", highlight=False, markup=False)
 
 
+def _show_plan(path: Path, as_json: bool, entries: bool) -> None:
+    from loom.push.errors import PlanError
+    from loom.push.plan import read_plan
+    from loom.render.plan_report import changed_entries, entry_lines, summary_json
+
+    try:
+        p = read_plan(path, whole=True)
+    except PlanError as exc:
+        _fail(exc)
+    if as_json:
+        sys.stdout.write(summary_json(p, entries))
+        return
+    out.print(f"plan for {p['fabric']} made {p['created']} by {p['user']} from {p['model']} (target {p['target']['kind']})",
+              highlight=False, markup=False)
+    _print_plan(p, path)
+    if entries:
+        lines = entry_lines(changed_entries(p))
+        out.print("\n".join(lines) if lines else "no LFT entries change", highlight=False, markup=False)
+
+
 @app.command()
 def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),
           model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply"),
@@ -1212,6 +1166,7 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
     from loom.push.errors import Interrupted, PlanError, TargetError
     from loom.push.plan import read_plan
     from loom.push.ssh import state_dir as ssh_state_dir
+    from loom.render.progress_bar import bars
 
     if plan_file is None:
         if model is None:
@@ -1220,7 +1175,8 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
         plan_file = (ssh_state_dir if target == "ssh" else state_dir)(_fabric(model).name) / "last-plan.json"
     try:
         p = read_plan(plan_file)
-        res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
+        with bars(err):
+            res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
     except (PlanError, TargetError) as exc:
         _fail(exc)
     except Interrupted as exc:
@@ -1236,11 +1192,13 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
 
 
 # commands that live in their own modules
+from loom.cli_cabling import cabling_app  # noqa: E402
 from loom.cli_ranks import ranks_cmd  # noqa: E402
 from loom.cli_slurm import slurm_cmd  # noqa: E402
 
 app.command("ranks")(ranks_cmd)
 app.command("slurm")(slurm_cmd)
+app.add_typer(cabling_app, name="cabling")
 from loom.netbox.commands import netbox_app  # noqa: E402  (its own module; imports nothing heavy at load)
 
 app.add_typer(netbox_app, name="netbox")

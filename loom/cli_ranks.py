@@ -8,12 +8,14 @@ from pathlib import Path
 
 import typer
 
+from loom.cli_options import FORMAT_OPT, JSON_OPT, json_wanted
+
 
 def ranks_cmd(model: Path = typer.Argument(..., help="model file (YAML), e.g. topology/eflops-bigraph.yaml"),
               job: str = typer.Option(..., "--job", help="the job's nodes: a Slurm hostlist (srv[00-15]) or `all`"),
               collective: str = typer.Option("ring", "--collective", help="ring, halving-doubling or tree"),
-              out_dir: Path | None = typer.Option(None, "--out", help="write hostfile, rankfile, ranks.tsv, ranks.json here"),
-              as_json: bool = typer.Option(False, "--json", help="print the report as JSON")) -> None:
+              out_dir: Path | None = typer.Option(None, "--out", metavar="DIR", help="directory to write hostfile, rankfile, ranks.tsv, ranks.json into"),
+              fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
     """Rank order for a job and a collective that keeps each step's pairs on the fewest links:
     EFLOPS's HDRM for halving-doubling on a BiGraph, leaf-contiguous orders on fat trees.
     Reports each step's link congestion (most flows on one link, switch hops) for the mapping
@@ -28,6 +30,7 @@ def ranks_cmd(model: Path = typer.Argument(..., help="model file (YAML), e.g. to
     from loom.render.hostlist import HostlistError, expand
     from loom.render.ranks import RankError, endpoints, rank_files, rank_order, steps
 
+    as_json = json_wanted(fmt, as_json)
     fabric = _fabric(model)
     try:
         names = [n.name for n in fabric.nodes] if job == "all" else expand(job)

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import typer
 
+from loom.cli_options import MODEL_ARG
 
-def slurm_cmd(model: Path = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml"),
-              out_dir: Path | None = typer.Option(None, "--out", help="directory (default: out/<fabric>/slurm)")) -> None:
+
+def slurm_cmd(model: Path = MODEL_ARG,
+              out_dir: Path | None = typer.Option(None, "--out", metavar="DIR", help="directory (default: out/<fabric>/slurm)")) -> None:
     """Write DIR/topology.conf (topology/tree: leaves with their nodes, pods, zones) and
     DIR/topology.yaml (Slurm 25.05+: a `tree` and a `block` topology), from the model and its
     lock file, before a single cable exists.  Both are checked against Slurm's format first;

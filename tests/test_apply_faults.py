@@ -25,7 +25,7 @@ from loom.push.checked import content_digest
 from loom.push.daemon import Daemons
 from loom.push.journal import Journal
 from loom.push.lock import FabricLock, LockHeld, is_free
-from loom.push.packing import digest_live, pack, unpack
+from loom.push.packing import digest_live, rows_text, table_rows
 from loom.push.plan import read_plan
 from loom.push.qos_readback import directed_routes
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
@@ -68,9 +68,9 @@ def env_of(d: Daemons) -> dict:
 # ------------------------------------------------------------------ 1: plans are checked, not trusted
 
 
-def _retamper(plan: dict, text: str) -> dict:
+def _retamper(plan: dict, bad) -> dict:
     """Tables replaced *and* every digest recomputed: only the re-run checks can catch it."""
-    p = {**plan, "desired_lfts": pack(text), "desired_sha256": digest_live(text)}
+    p = {**plan, "desired_lfts": table_rows(bad), "desired_sha256": digest_live(lfts_dump(bad))}
     return {**p, "plan_sha256": content_digest(p)}
 
 
@@ -81,12 +81,12 @@ def test_tampered_plan_is_refused(tiny_up, tmp_path, plant, check):
     plan = read_plan(path)
     before = tables(tiny_up)
     sn = subnet(load_fabric(TINY), 0)
-    bad, _ = plant(tables_from_dump(sn, unpack(plan["desired_lfts"]), "plan"), "z0")
-    path.write_text(json.dumps(_retamper(plan, lfts_dump(bad))))
+    bad, _ = plant(tables_from_dump(sn, rows_text(plan["desired_lfts"]), "plan"), "z0")
+    path.write_text(json.dumps(_retamper(plan, bad)))
     code, out = loom("apply", str(path))
     assert code == 1 and check in out, out
     # edited without recomputing the digest: caught before any check runs
-    path.write_text(json.dumps({**plan, "desired_lfts": pack(lfts_dump(bad))}))
+    path.write_text(json.dumps({**plan, "desired_lfts": table_rows(bad)}))
     code, out = loom("apply", str(path))
     assert code == 1 and "modified after" in out, out
     assert tables(tiny_up) == before
@@ -135,7 +135,7 @@ def test_plan_of_a_changed_model_is_refused(tiny_up, tmp_path):
                                        ("written", "INT"), ("reloaded", "TERM")])
 def test_interrupted_apply_is_resolved(tiny_up, tmp_path, phase, sig):
     path = make_plan_file(tmp_path)
-    before, want = tables(tiny_up), parse_lfts_dump(unpack(read_plan(path)["desired_lfts"]))
+    before, want = tables(tiny_up), parse_lfts_dump(rows_text(read_plan(path)["desired_lfts"]))
     res = subprocess.run([sys.executable, str(HERE / "apply_with_fault.py"), str(path), phase, sig],
                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(HERE)})
     assert "Traceback" not in res.stderr, res.stderr

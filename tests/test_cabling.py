@@ -141,3 +141,15 @@ def test_change_sheet_between_git_revisions(tmp_path):
     model.write_text(model.read_text().replace(old, old[:-1] + ", pinned: {st002: [37, 37]}}"))
     out = cabling("diff", str(model), "--base", "HEAD", "--format", "text")
     assert "2 cabling change(s)" in out and out.count("MOVE") == 2 and "st002" in out
+
+
+def test_one_grammar_sheet_and_diff_subcommands():
+    """`loom cabling MODEL` is `loom cabling sheet MODEL` (options before or after the model);
+    `diff` is a subcommand with its own formats; a format a command has not is a usage error."""
+    tiny = str(TOPO / "tiny.yaml")
+    assert cabling(tiny) == cabling("sheet", tiny) == cabling("--format", "csv", tiny)
+    assert cabling("diff", tiny, tiny).strip() == "no cabling changes"
+    for args in (("diff", tiny, tiny, "--format", "html"), ("sheet", tiny, "--format", "text"), ("diff", tiny),
+                 (tiny, "--format", "xlsx")):
+        r = runner.invoke(app, ["cabling", *args])
+        assert r.exit_code == 2 and "Error:" in r.output and "Traceback" not in r.output, (args, r.output)

@@ -3,6 +3,8 @@ never echoed, never a traceback (plans, --lfts, facts, catalogues, git revisions
 
 from __future__ import annotations
 
+import json
+
 import shutil
 from pathlib import Path
 
@@ -84,6 +86,16 @@ def test_bad_plan(tmp_path, content, expect):
     path = tmp_path / "p.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     assert expect in run("apply", path)
+
+
+@pytest.mark.parametrize("body,expect", [
+    ({"version": 3, "plan_sha256": "x"}, "fabric: Field required"),
+    ({"version": 2, "plan_sha256": "x"}, "is not a loom plan of version 3"),
+])
+def test_show_of_a_broken_plan_names_the_field(tmp_path, body, expect):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(body))
+    assert expect in run("show", path)
 
 
 def test_diff_revision_cannot_be_an_option(tmp_path):

@@ -7,17 +7,19 @@ from pathlib import Path
 
 import pytest
 
+from loom.cli import app
 from loom.expand import load_fabric
 from loom.push.daemon import Daemons, alive
 from loom.push.apply import apply_plan
+from loom.push.checked import content_digest
 from loom.push.lock import FabricLock, is_free
-from loom.push.packing import unpack
+from loom.push.packing import rows_text
 from loom.push.plan import read_plan
 from loom.push.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import route, subnet
 
-from .simfabric import TINY, TOPO, loom
+from .simfabric import TINY, TOPO, loom, runner
 
 pytestmark = pytest.mark.sim
 
@@ -47,8 +49,41 @@ def test_up_plan_apply_plan_down(tiny_up, tmp_path):
     assert code == 0 and "applied and verified" in out, out
     code, out = loom("plan", TINY)
     assert code == 0 and "No changes" in out, out
+    r = runner.invoke(app, ["plan", TINY, "--format", "json"])  # stdout alone: one JSON document
+    assert r.exit_code == 0 and json.loads(r.stdout)["changes"]["entries_changed"] == 0
     audit = [json.loads(l) for l in (d.dir / "audit.log").read_text().splitlines()]
     assert audit[-1]["ok"] and audit[-1]["user"] and audit[-1]["plan_sha256"] and audit[-1]["model_sha256"]
+
+
+def test_saved_plan_is_readable_and_shows_its_entries(tiny_up, tmp_path):
+    """The plan file holds the tables as rows; `loom show PLAN --entries` lists exactly the rows
+    that differ between the live and the desired tables, and a malformed row is refused by name."""
+    path = tmp_path / "plan.json"
+    assert loom("plan", TINY, "--out", str(path))[0] == 2
+    text = path.read_text()
+    plan = json.loads(text)
+    assert plan["version"] == 3 and "\n   [1, " in text  # one [lid, port] row per line
+    before = parse_lfts_dump(rows_text(plan["previous_lfts"]))
+    after = parse_lfts_dump(rows_text(plan["desired_lfts"]))
+    by_guid = {int(s["guid"], 16): name for name, s in plan["desired_lfts"].items()}
+    want = {(by_guid[g], lid, before[g].get(lid), port) for g, rows in after.items() for lid, port in rows.items()
+            if before[g].get(lid) != port}
+    assert len(want) == plan["changes"]["entries_changed"] > 0
+    code, out = loom("show", str(path), "--format", "json", "--entries")
+    shown = json.loads(out)["entries"]
+    assert code == 0 and {(e["switch"], e["lid"], e["from"], e["to"]) for e in shown} == want
+    code, out = loom("show", str(path), "--entries")
+    e = shown[0]
+    line = f"LID 0x{e['lid']:04x} ({e['name']}): port {e['from']} → port {e['to']}"
+    assert code == 0 and any(l.startswith(e["switch"] + " ") and l.endswith(line) for l in out.splitlines()), out
+    assert f"{plan['changes']['entries_changed']} LFT entries" in out
+    sw = next(iter(plan["desired_lfts"]))
+    plan["desired_lfts"][sw]["rows"][0][1] = "7"
+    plan["plan_sha256"] = content_digest(plan)  # digests recomputed: the rows' own check must catch it
+    path.write_text(json.dumps(plan))
+    for cmd in (("show", str(path)), ("apply", str(path))):
+        code, out = loom(*cmd)
+        assert code == 1 and f"desired_lfts.{sw}.rows.0.1" in out and "Traceback" not in out, out
 
 
 def test_moving_a_storage_node_plans_its_routes(tiny_up, tmp_path):
@@ -71,7 +106,7 @@ def test_moving_a_storage_node_plans_its_routes(tiny_up, tmp_path):
     # rebalance), or between a spine's parallel links into those leaves (their down-ports do)
     old_leaves = {"z0-leaf1", "z1-leaf1"}
     new_leaves = {"z0-leaf2", "z1-leaf2"}
-    want, prev = parse_lfts_dump(unpack(plan["desired_lfts"])), parse_lfts_dump(unpack(plan["previous_lfts"]))
+    want, prev = parse_lfts_dump(rows_text(plan["desired_lfts"])), parse_lfts_dump(rows_text(plan["previous_lfts"]))
     by_guid = {s.guid: s.name for s in after.switches}
     sn = subnet(after, 0)
     for guid, entries in want.items():
@@ -174,3 +209,33 @@ def test_fire_flyer_apply_then_no_changes(tmp_path, monkeypatch):
         assert loom("plan", ff2)[0] == 0
     finally:
         loom("sim", "down", ff2)
+
+
+class Recorder:
+    """A `loom.progress` listener that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.started, self.steps, self.finished = [], 0, 0
+
+    def start(self, what: str, total: int) -> str:
+        self.started.append((what, total))
+        return what
+
+    def advance(self, handle: str, steps: int) -> None:
+        self.steps += steps
+
+    def finish(self, handle: str) -> None:
+        self.finished += 1
+
+
+def test_qos_read_back_reports_its_progress(tiny_up):
+    """The read-back says how many ports it has read as it goes (the CLI draws a bar from it)."""
+    from loom.progress import listening
+    from loom.push.qos_readback import qos_jobs, read_qos
+
+    sn = subnet(load_fabric(TINY), 0)
+    seen = Recorder()
+    with listening(seen):
+        back = read_qos(tiny_up, sn)
+    total = len(qos_jobs(sn, tiny_up.sm_host))
+    assert seen.started == [("QoS read-back (ports)", total)] and seen.steps == total == len(back) and seen.finished == 1

@@ -179,9 +179,14 @@ def test_loom_check_on_a_planted_table_file_prints_the_cycle(tmp_path, tiny):
     r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / "planted.dump"), "--ebb-samples", "5"])
     assert r.exit_code == 1
     assert "credit loop:" in r.output and "z0-spine0/" in r.output and "z0-leaf1/" in r.output
+    r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / "planted.dump"), "--format", "markdown"])
+    assert r.exit_code == 1 and "## loom check: tiny — **FAIL**" in r.output
+    assert "| 0 | file planted.dump | yes (0 unreachable, 0 looping) | **NO** |" in r.output, r.output
     (tmp_path / "clean.dump").write_text(lfts_dump(tiny))
     r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / "clean.dump"), "--ebb-samples", "5"])
     assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["check", str(TOPO / "tiny.yaml"), "--lfts", str(tmp_path / "clean.dump"), "--format", "markdown"])
+    assert r.exit_code == 0 and "## loom check: tiny — pass" in r.output and "| leaf_up |" in r.output
 
 
 def test_check_refuses_a_table_file_that_is_not_the_fabrics(tmp_path, ff2):

@@ -12,7 +12,8 @@ import pytest
 
 from loom.expand import load_fabric
 from loom.render.sm_host import managed_part, site_part
-from loom.push.packing import mismatch, unpack
+from loom.push.packing import mismatch, rows_text
+from loom.render.opensm import parse_lfts_dump
 from loom.push.sim import tools_missing as sim_tools_missing
 
 from .simfabric import TINY, loom
@@ -48,10 +49,11 @@ def test_plan_apply_over_ssh_then_no_changes(pair, ssh_state, tmp_path):
     assert "IdentityFile" not in json.dumps(p) and "id_ed25519" not in json.dumps(p)  # no key material or key paths
     code, out = loom("apply", str(tmp_path / "plan.json"))
     assert code == 0 and "applied and verified" in out, out
-    want = unpack(p["desired_lfts"])
+    want = rows_text(p["desired_lfts"])
     assert mismatch(pair.dump_fts(), want) is None  # read as root from the fabric, not through the target
     for h in pair.hosts:  # every SM host holds the same tables and LIDs; the site's settings are kept
-        assert Path(h.paths.lfts).read_text() == want
+        held = Path(h.paths.lfts).read_text()  # OpenSM's file: the plan's rows, with the portguid comments it needs
+        assert parse_lfts_dump(held) == parse_lfts_dump(want) and "Channel Adapter portguid" in held
         assert Path(h.paths.guid2lid).read_text() == p["guid2lid"]
         conf = Path(h.paths.conf).read_text()
         assert f"sm_priority {h.priority}\n" in managed_part(conf)
@@ -92,7 +94,7 @@ def test_standby_with_stale_files_is_drift(pair, ssh_state, tmp_path):
 def test_failover_to_the_standby_keeps_the_tables(pair, ssh_state, tmp_path):
     code, out, p = plan(ssh_state, tmp_path / "plan.json")
     assert code == 0, out
-    want = unpack(p["desired_lfts"])
+    want = rows_text(p["desired_lfts"])
     master, standby = pair.hosts
     log = Path(standby.paths.log)
     before = sweeps(log)
@@ -115,7 +117,7 @@ def test_fire_flyer_over_ssh_apply_no_changes_failover(tmp_path, monkeypatch):
         assert code == 0 and f"QoS verified on {2 * 1604 + 1584 + 1584} ports" in out, out
         code, out = loom("plan", ff2, "--out", str(tmp_path / "again.json"), *args)
         assert code == 0 and "No changes" in out, out
-        want = unpack(json.loads((tmp_path / "again.json").read_text())["desired_lfts"])
+        want = rows_text(json.loads((tmp_path / "again.json").read_text())["desired_lfts"])
         master, standby = pair.hosts
         log = Path(standby.paths.log)
         before = sweeps(log)

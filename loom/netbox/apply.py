@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from loom.progress import counting
+
 from .client import Client, NetBoxError
 from .intent import KINDS, TAG, Ref
 from .plan import Change, Plan
@@ -28,11 +30,20 @@ def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lam
                           f"applied:\n  " + "\n  ".join(plan.conflicts[:20]))
     ids = {kind: {key: r["id"] for key, r in objs.items()} for kind, objs in plan.state.objects.items()}
     done = {"create": 0, "update": 0, "delete": 0}
+    total = sum(1 for c in plan.changes if not c.from_template)
+    with counting("NetBox objects written", total) as advance:
+        _write(client, plan, ids, done, progress, advance)
+    return done
+
+
+def _write(client: Client, plan: Plan, ids: dict, done: dict[str, int], progress, advance) -> None:
+    """Deletes (children first), then creates and changes kind by kind (parents first)."""
     try:
         for kind in reversed(KINDS):
             for chunk in _chunks(plan.of("delete", kind)):
                 client.call(lambda c=chunk: endpoint(client, kind).delete([x.id for x in c]), what=f"delete {kind}")
                 done["delete"] += len(chunk)
+                advance(len(chunk))
                 progress(f"deleted {len(chunk)} {kind}")
         for kind in KINDS:
             ids.setdefault(kind, {})
@@ -45,6 +56,7 @@ def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lam
                     for c, r in zip(chunk, made):
                         ids[kind][c.key] = r.id
                     done["create"] += len(chunk)
+                    advance(len(chunk))
                     progress(f"created {sum(len(x) for x in chunks[:chunks.index(chunk) + 1])}/{len(creates)} {kind}")
             if kind == "devices" and creates:  # NetBox made their interfaces from the device types
                 site = ids["sites"].get(plan.site)
@@ -56,12 +68,12 @@ def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lam
                 body = [{"id": c.id, **{f: _ref(w, ids) for f, (_, w) in c.want.items()}} for c in chunk]
                 client.call(lambda b=body: endpoint(client, kind).update(b), what=f"change {kind}")
                 done["update"] += len(chunk)
+                advance(len(chunk))
                 progress(f"changed {len(chunk)} {kind}")
     except (NetBoxError, KeyboardInterrupt) as exc:
         why = str(exc) if isinstance(exc, NetBoxError) else "interrupted"
         raise NetBoxError(f"{why}\n{sum(done.values())} object(s) were written before this; they are Loom's, and "
                           "rerunning `loom netbox apply` finishes the rest") from None
-    return done
 
 
 def _chunks(xs: list[Change]):

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import typer
 
+from loom.cli_options import FORMAT_OPT, JSON_OPT, MODEL_ARG, json_wanted
+
 netbox_app = typer.Typer(no_args_is_help=True, help="NetBox as the source of truth: plan, apply, import "
                          "(NETBOX_URL, NETBOX_TOKEN from the environment).")
-MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
+
 INSTALLED = typer.Option(False, "--installed", help="the fabric is on the floor already (a first sync): new cables "
                          "are `connected`, not `planned`")
 SHOWN = 20  # objects listed per kind and action; the rest are counted
@@ -72,13 +74,14 @@ def _plan(model: Path, installed: bool):
 
 
 @netbox_app.command("plan")
-def plan_cmd(model: Path = MODEL_ARG, as_json: bool = typer.Option(False, "--json", help="print JSON"),
+def plan_cmd(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT,
              installed: bool = INSTALLED) -> None:
     """What `loom netbox apply` would create, change and delete in NetBox, by kind; drift of
     Loom's objects and conflicts with objects Loom does not own are named.
 
     Exit 0 no changes; 2 changes (Terraform's convention); 1 a conflict or an error (NetBox
     unreachable, bad token, version too old)."""
+    as_json = json_wanted(fmt, as_json)
     t0 = time.monotonic()
     _, p = _plan(model, installed)
     if as_json:
@@ -124,6 +127,8 @@ def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED) -> None:
     if any object Loom does not own is in the way; a rerun finishes an interrupted apply.
 
     Exit 0 applied (or nothing to do); 1 refused, failed or NetBox unreachable."""
+    from loom.render.progress_bar import bars
+
     from .apply import apply_plan
     from .client import NetBoxError
 
@@ -138,7 +143,8 @@ def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED) -> None:
         cli.out.print("No changes. NetBox matches the model.", highlight=False, markup=False)
         return
     try:
-        done = apply_plan(client, p, progress=lambda m: cli.err.print(f"  {m}", highlight=False, markup=False))
+        with bars(cli.err):
+            done = apply_plan(client, p, progress=lambda m: cli.err.print(f"  {m}", highlight=False, markup=False))
     except NetBoxError as exc:
         _fail(exc)
     cli.out.print(f"Applied: {done['create']} created, {done['update']} changed, {done['delete']} deleted "
@@ -148,7 +154,7 @@ def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED) -> None:
 @netbox_app.command("import")
 def import_cmd(model: Path = MODEL_ARG, write: bool = typer.Option(False, "--write", help="write the lock file "
                "(without it: show what it would take)"),
-               as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+               fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
     """The as-built direction: cables not `connected` and switches not `active` become the lock's
     missing links/switches (`loom check` routes around them); serials, asset tags, GUIDs and MACs
     go to the lock file and from there to the Ansible inventory.
@@ -156,6 +162,8 @@ def import_cmd(model: Path = MODEL_ARG, write: bool = typer.Option(False, "--wri
     Exit 0 shown (or written with --write); 1 an error (NetBox unreachable, bad token, invalid model)."""
     from loom.expand import lock_path, read_lock
     from loom.expand.lockfile import lock_of, lock_text
+
+    as_json = json_wanted(fmt, as_json)
 
     from .asbuilt import read_as_built
     from .client import NetBoxError

@@ -205,7 +205,8 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
                     checked.desired_lfts, checked.qos_intent, checked.tables.subnet,
                     plan["changes"]["entries_changed"], plan["changes"]["switches_touched"],
                     restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
-    record = {**context, "model": plan["model"], "desired_lfts": plan["desired_lfts"], "previous_live": plan["previous_lfts"]}
+    record = {**context, "model": plan["model"], "desired_lfts": pack(checked.desired_lfts),
+              "previous_live": pack(checked.previous_lfts)}
     return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases)
 
 

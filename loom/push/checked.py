@@ -15,12 +15,12 @@ from loom.checks import check_tables
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 from loom.qos import plan_qos
-from loom.render.opensm import DumpMismatch, guid2lid, match_dump, parse_lfts_dump, tables_from_dump
+from loom.render.opensm import DumpMismatch, guid2lid, lfts_dump, match_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import subnet
 from loom.routing.base import Tables
 
 from .errors import PlanError
-from .packing import digest_live, unpack
+from .packing import digest_live, rows_text
 from .qos_conf import conf_intent, desired_conf
 
 REQUIRED = ("version", "fabric", "model", "model_sha256", "state_dir", "live_sha256", "desired_sha256", "qos", "changes",
@@ -56,8 +56,9 @@ def failing_checks(verdict: dict) -> list[str]:
 class CheckedPlan:
     fabric: Fabric
     tables: Tables
-    desired_lfts: str
+    desired_lfts: str  # OpenSM's file, written from the checked tables (portguid comments and all)
     qos_intent: dict | None
+    previous_lfts: str  # the live tables the plan was made against, as dump text
 
 
 def check_state_dir(plan: dict, where: str = "the plan", marker: str = "fabric.net") -> Path:
@@ -82,7 +83,8 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
     if content_digest(plan) != plan["plan_sha256"]:
         raise PlanError(f"{where} was modified after `loom plan` made it (plan_sha256 does not match its content); "
                         "run `loom plan` again")
-    want = unpack(plan["desired_lfts"])
+    want = rows_text(plan["desired_lfts"], where, "desired_lfts")
+    previous = rows_text(plan["previous_lfts"], where, "previous_lfts")
     if digest_live(want) != plan["desired_sha256"]:
         raise PlanError(f"{where}: desired_lfts do not match desired_sha256 (the tables were edited); run `loom plan` again")
     model = Path(plan["model"])
@@ -109,7 +111,7 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
     conf = desired_conf(fabric.name, qos, plan["qos"].get("previous_conf", ""))
     if plan["qos"].get("desired_conf") != conf:
         raise PlanError(f"{where}: its QoS options differ from what {model} gives; run `loom plan` again")
-    return CheckedPlan(fabric, tables, want, conf_intent(conf))
+    return CheckedPlan(fabric, tables, lfts_dump(tables), conf_intent(conf), previous)
 
 
 def check_input_file(fabric: Fabric, text: str) -> list[str]:

@@ -73,15 +73,21 @@ def answer(mad: Mad, q: dict) -> dict:
     return {"key": q["key"], "sl2vl": rows, "vlarb": {"low": low, "high": high}}
 
 
+PROGRESS = "progress "  # on stderr, every PROGRESS_EVERY ports: how many are done
+PROGRESS_EVERY = 64
+
+
 def main() -> int:
     queries = json.load(sys.stdin)
     mad = Mad()
     out, errors = [], []
-    for q in queries:
+    for n, q in enumerate(queries, 1):
         try:
             out.append(answer(mad, q))
         except (RuntimeError, ValueError) as exc:
             errors.append(f"{q['key']}: {exc}")
+        if n % PROGRESS_EVERY == 0 or n == len(queries):
+            print(f"{PROGRESS}{n}", file=sys.stderr, flush=True)
     json.dump({"answers": out, "errors": errors}, sys.stdout)
     return 0
 

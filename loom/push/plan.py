@@ -13,6 +13,8 @@ import json
 import time
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from loom.checks import Walk, check_balance, check_tables
 from loom.expand import Fabric
 from loom.qos import plan_qos
@@ -23,12 +25,12 @@ from loom.routing.base import Tables
 from .audit import who
 from .checked import content_digest, failing_checks
 from .errors import PlanError, TargetError
-from .packing import digest_live, pack
+from .packing import digest_live, table_rows
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
 from .qos_readback import digest, mismatches
 from .target import Target
 
-PLAN_VERSION = 2
+PLAN_VERSION = 3  # 3: tables as JSON rows (2 held gzip blobs)
 FIXPOINT_ROUNDS = 8
 
 
@@ -125,8 +127,8 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         "standbys_differing": standbys,
         "balance_before": balance_summary(live),
         "balance_after": balance_summary(tables),
-        "desired_lfts": pack(want_text),
-        "previous_lfts": pack(lfts_dump(live)),
+        "desired_lfts": table_rows(tables),
+        "previous_lfts": table_rows(live),
         "guid2lid": guid2lid(tables),
     }
     return {**plan, "plan_sha256": content_digest(plan)}
@@ -168,8 +170,9 @@ def has_changes(plan: dict) -> bool:
                 or plan.get("standbys_differing"))
 
 
-def read_plan(path: Path) -> dict:
-    """A plan file, read bounded (regular file, size cap, UTF-8: `loom.model.reading`) and parsed."""
+def read_plan(path: Path, whole: bool = False) -> dict:
+    """A plan file, read bounded (regular file, size cap, UTF-8: `loom.model.reading`) and parsed;
+    `whole`: also every field `loom show` prints has its shape (apply checks far more: `check_plan`)."""
     from loom.model import ModelError
     from loom.model.reading import read_text
 
@@ -182,4 +185,65 @@ def read_plan(path: Path) -> dict:
                         f"run `loom plan MODEL --out {path}`") from None
     if not isinstance(plan, dict) or plan.get("version") != PLAN_VERSION:
         raise PlanError(f"{path} is not a loom plan of version {PLAN_VERSION}; make a new one with `loom plan`")
+    if whole:
+        _check_shape(plan, path)
     return plan
+
+
+class _Moved(BaseModel):
+    lid: int
+    name: str
+
+
+class _Changes(BaseModel):
+    entries_changed: int
+    switches_touched: int
+    per_switch: dict[str, int]
+    destinations_moved: list[_Moved]
+
+
+class _Qos(BaseModel):
+    intent: dict | None
+    conf_changes: bool
+    ports_differing: int
+    examples: list[str]
+
+
+class _Balance(BaseModel):
+    max_dest_per_up_port: int | None
+    lower_bound: int | None
+    storage: int | None
+
+
+class _Target(BaseModel):
+    kind: str
+
+
+class _Summary(BaseModel):
+    """The parts of a plan `loom show` prints (other keys are not shown, so not checked here)."""
+
+    fabric: str
+    model: str
+    created: str
+    user: str
+    target: _Target
+    drift: str | None
+    qos: _Qos
+    changes: _Changes
+    standbys_differing: list[str] = []
+    balance_before: _Balance
+    balance_after: _Balance
+
+
+def _check_shape(plan: dict, path: Path) -> None:
+    from pydantic import ValidationError
+
+    from .packing import rows_text
+
+    try:
+        _Summary.model_validate(plan)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise PlanError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}; make a new plan with `loom plan`") from None
+    for key in ("desired_lfts", "previous_lfts"):
+        rows_text(plan.get(key), str(path), key)

@@ -17,12 +17,16 @@ import json
 import re
 import subprocess
 import sys
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from loom.routing.subnet import NONE, TO_SWITCH, Subnet
 
+from loom.progress import counting
+
 from .daemon import Daemons, client_dir
+from .madquery import PROGRESS
 from .sim import SimError
 
 ROW = re.compile(r"ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|")
@@ -98,18 +102,54 @@ def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
     """{"<device>/<port>": {"sl2vl": {"<in port>": [16 VLs]}, "vlarb": {"low", "high"}}} for every
     cabled switch port and CA port, in one `loom.push.madquery` process."""
     d.health()
-    try:
-        with client_dir() as cwd:
-            res = subprocess.run([sys.executable, "-m", "loom.push.madquery"], input=json.dumps(qos_jobs(sn, d.sm_host)),
-                                 capture_output=True, text=True, env=d.env(), cwd=cwd, timeout=READ_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise SimError(f"QoS read-back did not finish within {READ_TIMEOUT}s (is ibsim answering?)") from None
-    if res.returncode != 0:
-        raise SimError(f"QoS read-back failed: {res.stderr.strip()[-300:]}")
-    out = json.loads(res.stdout)
+    jobs = qos_jobs(sn, d.sm_host)
+    with client_dir() as cwd, counting("QoS read-back (ports)", len(jobs)) as advance:
+        code, stdout, stderr = _run_counted([sys.executable, "-m", "loom.push.madquery"], json.dumps(jobs),
+                                            d.env(), cwd, advance)
+    if code is None:
+        raise SimError(f"QoS read-back did not finish within {READ_TIMEOUT}s (is ibsim answering?)")
+    if code != 0:
+        raise SimError(f"QoS read-back failed: {stderr.strip()[-300:]}")
+    out = json.loads(stdout)
     if out["errors"]:
         raise SimError(f"QoS read-back: {len(out['errors'])} ports did not answer, e.g. {out['errors'][0]}")
     return {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in sorted(out["answers"], key=lambda a: a["key"])}
+
+
+def _run_counted(cmd: list[str], stdin: str, env: dict, cwd: str, advance) -> tuple[int | None, str, str]:
+    """Run the reader, passing its progress lines (stderr) on as they come; stdout is drained by
+    a thread (the answers are megabytes: a full pipe would stall the reader).  Returns (exit
+    code or None on timeout, stdout, the other stderr lines)."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=cwd)
+    killed = threading.Event()
+    timer = threading.Timer(READ_TIMEOUT, lambda: (killed.set(), proc.kill()))
+    chunks: list[str] = []
+    drain = threading.Thread(target=lambda: chunks.append(proc.stdout.read()), daemon=True)
+    timer.start()
+    try:
+        try:
+            proc.stdin.write(stdin)  # the reader takes all of its input before it writes anything
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # it died first: its stderr says why
+        drain.start()
+        done, other = 0, []
+        for line in proc.stderr:
+            if line.startswith(PROGRESS):
+                n = int(line[len(PROGRESS):])
+                advance(n - done)
+                done = n
+            else:
+                other.append(line)
+        drain.join()
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return (None if killed.is_set() else code), "".join(chunks), "".join(other)
 
 
 def read_qos_smpquery(d: Daemons, sn: Subnet) -> dict[str, dict]:

@@ -43,7 +43,10 @@ def cli_reference(group) -> str:
              "Exit codes, everywhere: **0** success (no findings, no changes), **1** findings (a check fails, "
              "a regression, an invalid model, differences found), **2** usage or environment error "
              "(a bad flag, a missing file, nothing running to talk to). `loom plan` follows Terraform: "
-             "0 no changes, 2 changes, 1 error.", ""]
+             "0 no changes, 2 changes, 1 error.", "",
+             "One grammar: every command that reports takes `--format text|json` (`--json` is an alias of "
+             "`--format json`); `check` and `diff` also write `markdown` for a review. `--out` takes a FILE or "
+             "a DIR, as its metavar below says. A missing input file is a usage error (exit 2).", ""]
     commands = _walk(group, "loom")
     lines += [f"- [`{path}`](#{path.replace(' ', '-')})" for path, _ in commands] + [""]
     for path, cmd in commands:
