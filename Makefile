@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap openssh-server slurmctld slurm-client postgresql redis-server
 
-.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-failures bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
 setup: $(VENV)/.installed apt-deps
 
@@ -82,13 +82,17 @@ netbox-cache: setup
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"
 
-bench: bench-expand bench-routing bench-roce bench-failures bench-netbox
+bench: bench-expand bench-routing bench-roce bench-configs bench-failures bench-netbox
 
 bench-expand: setup
 	$(BIN)/python bench/expand.py
 
 bench-roce: setup
 	$(BIN)/python bench/roce.py
+
+# every config file of the 32,768-GPU RoCE fabric (target 60 s) and one device with --only (target 3 s)
+bench-configs: setup
+	$(BIN)/python bench/configs.py
 
 # Loom's watcher vs OpenSM ftree/updn on a cable and a spine going down on the two-zone fabric
 bench-failures: setup

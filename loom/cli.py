@@ -164,14 +164,14 @@ def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--ou
     out.print(f"wrote {out_file}", highlight=False, markup=False)
 
 
-def _route(model: Path, engine: str):
+def _route(model: Path, engine: str, fabric: Fabric | None = None):
     from loom.routing import RoutingError, get_engine, route
 
     try:
         get_engine(engine)
     except RoutingError as exc:
         raise _input_error(exc, 2) from None
-    fabric = _fabric(model)
+    fabric = fabric or _fabric(model)
     try:
         return fabric, route(fabric, engine)
     except RoutingError as exc:
@@ -262,7 +262,7 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
     fabric's `dump_fts`, a hand-edited file."""
     from loom.checks import EBB_SAMPLES, check_tables
     from loom.checks.planes import check_planes, check_rails
-    from loom.qos import plan_qos
+    from loom.qos import fabric_qos
 
     fmt = format_of(fmt, as_json, ("text", "json", "markdown"))
 
@@ -278,9 +278,14 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
         except InputError as exc:
             raise _input_error(exc) from None
     ebb_samples = EBB_SAMPLES if ebb_samples is None else ebb_samples
-    qos = plan_qos(fabric.model)
+    qos = fabric_qos(fabric.model)
     planes = [check_tables(t, ebb_samples, qos) for t in tables]
     cabling = {"isolation": check_planes(fabric), "rails": check_rails(fabric)}
+    ethernet = fabric.technology == "ethernet"
+    if ethernet:
+        from loom.checks.roce_qos import check_fabric
+
+        cabling["roce_qos"] = check_fabric(fabric)
     bound_key = "design_within_bound" if design_bound else "within_bound"
     ok = all(p["reachable"] and p["deadlock_free"] and p["balance"][bound_key] and (p["qos"] is None or p["qos"]["ok"])
              for p in planes) and all(c is None or c["ok"] for c in cabling.values())
@@ -293,9 +298,16 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
 
         sys.stdout.write(markdown(report, planes, bound_key))
     else:
-        _print_cabling(fabric.name, **cabling)
-        for p in planes:
-            _print_check(fabric.name, p)
+        _print_cabling(fabric.name, cabling["isolation"], cabling["rails"])
+        if ethernet:
+            from loom.render.roce_report import print_lossless, print_plane
+
+            for p in planes:
+                print_plane(out, fabric.name, p)
+            print_lossless(out, fabric.name, cabling["roce_qos"])
+        else:
+            for p in planes:
+                _print_check(fabric.name, p)
     raise typer.Exit(0 if ok else 1)
 
 
@@ -723,35 +735,38 @@ def _cable_plan(path: Path, fabric: Fabric):
 @app.command()
 def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="directory to write"),
             only: str = typer.Option("*", "--only", help="glob on device names (the 32,768-GPU fabric is big)")) -> None:
-    """Ethernet planes: per switch frr.conf (+ zebra/staticd/bgpd.conf) and SONiC config_db.json,
-    per host systemd-networkd files and an iproute2 script with per-NIC source routing.
+    """Ethernet planes: per switch frr.conf (+ zebra/bgpd/bfdd or staticd.conf) and SONiC
+    config_db.json (ports, BGP, the lossless QoS and buffer tables), per host systemd-networkd
+    files and an iproute2 script with per-NIC source routing, and mlnx_qos.sh.
 
     Exit 0 written; 1 invalid model or not an Ethernet fabric; 2 usage error."""
-    from fnmatch import fnmatch
+    from rich.progress import Progress
 
-    from loom.render.roce import all_switch_links, destinations, host_config, switch_config
+    from loom.model.names import PathEscape
+    from loom.render.outtree import OutputTree
+    from loom.render.roce import RoceConfigs, selected
 
-    fabric, tables = _route(model, "auto")
+    fabric = _fabric(model)
     if fabric.technology != "ethernet":
         err.print(f"[red]error:[/red] {escape(str(model))} is {fabric.technology}: switch configs are for Ethernet planes "
                   "(InfiniBand gets `loom route`)", highlight=False)
         raise typer.Exit(1)
-    links_of = all_switch_links(fabric)
-    written = 0
-    for t in tables:
-        prefixes = destinations(t)
-        for row in range(t.subnet.n):
-            name = t.subnet.name(row)
-            if fnmatch(name, only):
-                for fname, text in switch_config(t, row, prefixes, links_of).items():
-                    _write_under(out_dir, f"switches/{name}/{fname}", text)
-                written += 1
-    for node in fabric.nodes:
-        if fnmatch(node.name, only):
-            for fname, text in host_config(fabric, node.index).items():
-                _write_under(out_dir, f"hosts/{node.name}/{fname}", text)
-            written += 1
-    out.print(f"wrote configs of {written} devices under {out_dir}", highlight=False, markup=False)
+    static = fabric.model.addressing.routing == "static"  # only pinned routes need the routing tables
+    devices = selected(fabric, only)
+    rc = RoceConfigs(fabric, _route(model, "auto", fabric)[1] if static else None,
+                     None if only == "*" else {d.index for d in devices if not isinstance(d, int)})
+    try:
+        with OutputTree(out_dir) as tree, Progress(console=err, transient=True) as bar:
+            task = bar.add_task("rendering", total=len(devices))
+            for rel_dir, files in rc.files(devices):
+                tree.add(rel_dir, files)
+                bar.advance(task)
+    except PathEscape as exc:
+        raise _input_error(exc) from None
+    except OSError as exc:
+        err.print(f"[red]error:[/red] cannot write under {escape(str(out_dir))}: {exc.strerror}", highlight=False)
+        raise typer.Exit(1) from None
+    out.print(f"wrote configs of {len(devices)} devices ({tree.written} files) under {out_dir}", highlight=False, markup=False)
 
 
 @app.command("inventory")

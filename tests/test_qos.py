@@ -15,7 +15,9 @@ from loom.expand import load_fabric
 from loom.push.daemon import Daemons
 from loom.push.sim import tools_missing
 from loom.qos import plan_qos
-from loom.qos.render import opensm_qos_conf, sonic_qos
+from loom.qos.lossless import lossless_plan
+from loom.qos.render import opensm_qos_conf
+from loom.render.sonic import SonicPort, qos_tables
 from loom.routing import route
 
 from .faults import _port, zone_rows
@@ -44,9 +46,15 @@ def test_opensm_and_roce_renderings():
     p = plan_qos(load_fabric(TOPO / "fire-flyer-2.yaml").model)
     conf = opensm_qos_conf("ff2", p)
     assert "qos TRUE" in conf and "qos_swe_sl2vl 0,1,2,3,0" in conf and "qos_ca_vlarb_low 0:85,1:255,2:255,3:255" in conf
-    db = sonic_qos(p, ["Ethernet0"])
-    assert db["DSCP_TO_TC_MAP"]["AZURE"] == {"0": "0", "8": "1", "16": "2", "24": "3"}
-    assert sum(int(s["weight"]) for s in db["SCHEDULER"].values()) == 100
+    roce = plan_qos(load_fabric(TOPO / "roce-4plane.yaml").model)
+    db = qos_tables(roce, lossless_plan(roce), [SonicPort("Ethernet0", 1, 400, 7, "g0000-eth0")])
+    # RoCE data on DSCP 26 → priority 3, the second lossless class on 4, CNPs 48 → 6, the rest lossy
+    assert db["DSCP_TO_TC_MAP"]["AZURE"] == {"0": "0", "26": "3", "34": "4", "48": "6"}
+    assert db["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3,4"
+    assert sum(int(s["weight"]) for s in db["SCHEDULER"].values() if s["type"] == "DWRR") == 100
+    assert db["SCHEDULER"]["scheduler.cnp"] == {"type": "STRICT"} and db["QUEUE"]["Ethernet0|6"]["scheduler"] == "scheduler.cnp"
+    assert db["CABLE_LENGTH"]["AZURE"] == {"Ethernet0": "7m"}
+    assert db["BUFFER_PG"]["Ethernet0|3"] == {"profile": "pg_lossless_400000_7m_profile"}
 
 
 def plant_two_vl_loop(t, zone: str):

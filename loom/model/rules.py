@@ -498,6 +498,32 @@ def qos(model: Model) -> Iterator[Finding]:
         if len(isolated) + (1 if len(isolated) < len(classes) else 0) > lim.queues:
             yield Finding(("qos", "limits", "queues"), f"{len(isolated)} isolated classes need more queues than the {lim.queues} per port",
                           "set isolated: false on classes that may share a queue")
+        yield from _roce_marking(model.qos)
+
+
+def _roce_marking(q) -> Iterator[Finding]:
+    """RoCE marking: every class on a priority of its own beside the CNPs' (8 in all), and DSCP
+    values (given, or the defaults `loom.qos.plan.roce_marking` picks) that tell the classes and
+    the CNPs apart."""
+    from loom.qos.plan import CNP_TC, ROCE_TCS, roce_marking
+
+    marked = [c.name for c in q.classes if not c.default]
+    if len(marked) > len(ROCE_TCS) - 1:
+        yield Finding(("qos", "classes"), f"{len(marked)} RoCE classes besides the default, but 8 priorities hold at most "
+                      f"{len(ROCE_TCS) - 1} beside unmarked traffic (0) and congestion notifications ({CNP_TC})", "merge classes")
+        return
+    ordered = [c for c in q.classes if c.default] + [c for c in q.classes if not c.default]
+    dscp = {id(c): d for c, (_, d) in zip(ordered, roce_marking(ordered))}
+    seen: dict[int, str] = {}
+    for i, c in enumerate(q.classes):
+        d = dscp[id(c)]
+        if d == q.cnp_dscp:
+            yield Finding(("qos", "classes", i, "dscp"), f"class `{c.name}` uses DSCP {d}, the CNPs' (qos.cnp_dscp)",
+                          "give the class another DSCP value, or move the CNPs with qos.cnp_dscp")
+        elif d in seen:
+            yield Finding(("qos", "classes", i, "dscp"), f"classes `{seen[d]}` and `{c.name}` both use DSCP {d}",
+                          "give every class its own DSCP value (`dscp:`)")
+        seen.setdefault(d, c.name)
 
 
 def addressing(model: Model) -> Iterator[Finding]:
@@ -530,13 +556,13 @@ def addressing(model: Model) -> Iterator[Finding]:
 def slurm(model: Model) -> Iterator[Finding]:
     """`slurm:`: a role is scheduled one way only; block sizes follow Slurm's rule (each a power
     of two times the one before: `loom.checks.slurm.check_block_sizes`, the one reading of it)."""
-    from loom.checks.slurm import check_block_sizes
-
     both = sorted(set(model.slurm.roles) & set(model.slurm.own_switch))
     if both:
         yield Finding(("slurm", "own_switch"), f"role(s) {', '.join(both)} are in both slurm.roles and slurm.own_switch",
                       "list each role in one of them")
     if model.slurm.block_sizes:
+        from loom.checks.slurm import check_block_sizes  # here: loom.checks loads scipy, which most models never need
+
         for p in check_block_sizes(model.slurm.block_sizes):
             yield Finding(("slurm", "block_sizes"), p, "give the base block size first, then 2×, 4×, ... of it, e.g. [16, 32, 64]")
 

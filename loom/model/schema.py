@@ -298,6 +298,8 @@ class TrafficClass(Strict):
         "check follows only these destinations")
     env_sl: list[EnvVar] = Field(default_factory=list, max_length=16, description="environment variables that carry the SL, e.g. NCCL_IB_SL")
     env_tc: list[EnvVar] = Field(default_factory=list, max_length=16, description="environment variables that carry the traffic class, e.g. NCCL_IB_TC")
+    dscp: int | None = Field(None, ge=0, le=63, description="RoCE: the DSCP value the class is marked with (default: 0 for "
+                             "the default class, 26 for the first lossless class, else AF/CS code points of its priority)")
 
 
 class QosLimits(Strict):
@@ -320,6 +322,8 @@ class Slurm(Strict):
 class Qos(Strict):
     classes: list[TrafficClass] = Field(min_length=1, max_length=16, description="traffic classes")
     limits: QosLimits = Field(default_factory=QosLimits, description="hardware limits of the fabric's ports")
+    cnp_dscp: int = Field(48, ge=0, le=63, description="RoCE: DSCP of congestion notification packets (DCQCN's CNPs), "
+                          "served by a strict-priority queue of their own")
 
 
 class Model(Strict):

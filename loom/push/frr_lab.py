@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 from loom.expand import HOST, Fabric
-from loom.render.roce import all_switch_links, destinations, host_config, switch_config
+from loom.render.roce import all_switch_links, destinations, host_config, port_name, switch_config
 from loom.routing.base import Tables
 
 from .files import write_atomic
@@ -110,7 +110,7 @@ class FrrLab:
                 if kind == HOST:
                     ends.append((self.ns[f.nodes[f.ports[dev].node].name], ifname[dev]))
                 else:
-                    ends.append((self.ns[f.switches[dev].name], f"swp{port}"))
+                    ends.append((self.ns[f.switches[dev].name], port_name(f.switches[dev], port)))
             (na, ia), (nb, ib) = ends
             sh("ip", "link", "add", "name", f"t{self.tag}{i}", "type", "veth", "peer", "name", f"u{self.tag}{i}")
             for tmp, ns, name in ((f"t{self.tag}{i}", na, ia), (f"u{self.tag}{i}", nb, ib)):

@@ -19,9 +19,14 @@ gets a second SL (s + number of classes) and VL (v + number of VLs) with the sam
 traffic to lower-numbered zones; the SA hands it out by source and destination zone
 (`templates/opensm/qos-policy.conf.j2`), and `loom check` proves each set of VLs acyclic.
 
-RoCE: class i gets traffic class / priority / queue i (the default class 0), DSCP 8·i
-(class-selector code points), PFC on the lossless priorities, ECN marking (WRED) on the
-lossless queues, and DWRR weights in percent of the shares.
+RoCE (`roce_marking`): each class gets a priority = traffic class = queue of its own: the
+default class 0, lossless classes 3 and 4 first (the priorities SONiC and NVIDIA's RoCE
+defaults make lossless), the others what is left; priority 6 carries the congestion
+notification packets (CNP, DSCP 48 by default) in a strict-priority queue.  DSCP: the class's
+own `dscp`, else 0 for the default class, 26 for the first lossless class (NVIDIA's RoCE
+default), AF (8·tc + 2) for further lossless classes and CS (8·tc) for lossy ones.  PFC runs on
+the lossless priorities, ECN marking (WRED) on their queues, DWRR weights are the shares in
+percent (`loom.qos.lossless` derives the buffers, and `loom.render.sonic` the tables).
 """
 
 from __future__ import annotations
@@ -33,6 +38,13 @@ from loom.model.schema import Model, TrafficClass
 
 MAX_WEIGHT = 255
 SLS = 16
+
+#: RoCE priorities in the order classes take them: lossless classes from the front, lossy ones
+#: from the back; 6 is the CNPs'
+LOSSLESS_TCS = (3, 4, 2, 5, 1, 7)
+ROCE_TCS = (0, 1, 2, 3, 4, 5, 7)
+CNP_TC = 6
+ROCE_DSCP = 26
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,24 @@ def _ordered(classes: list[TrafficClass]) -> list[TrafficClass]:
     return [c for c in classes if c.default] + [c for c in classes if not c.default]
 
 
+def roce_marking(classes: list[TrafficClass]) -> list[tuple[int, int]]:
+    """(traffic class, DSCP) per class in `_ordered` order: see the module's docstring."""
+    lossless = [c.name for c in classes if c.lossless and not c.default]
+    free = [t for t in LOSSLESS_TCS if t not in LOSSLESS_TCS[:len(lossless)]]
+    out = []
+    for c in classes:
+        if c.default:
+            tc = 0
+        elif c.lossless:
+            tc = LOSSLESS_TCS[lossless.index(c.name)]
+        else:
+            tc = free.pop()
+        first_lossless = bool(lossless) and c.name == lossless[0]
+        dscp = c.dscp if c.dscp is not None else 0 if c.default else ROCE_DSCP if first_lossless else 8 * tc + 2 * c.lossless
+        out.append((tc, dscp))
+    return out
+
+
 def plan_qos(model: Model) -> QosPlan | None:
     split = direction_split(model)
     if model.qos is None and not split:
@@ -93,11 +123,12 @@ def plan_qos(model: Model) -> QosPlan | None:
     top = max(vl_share)
     weights = [max(1, round(s / top * MAX_WEIGHT)) for s in vl_share]
     wsum = sum(weights)
+    marking = roce_marking(classes) if model.technology == "ethernet" else [(i, 8 * i) for i in range(len(classes))]
     out = []
-    for i, c in enumerate(classes):
-        env = {k: str(i) for k in c.env_sl} | {k: str(8 * i * 4) for k in c.env_tc}  # TC byte = DSCP << 2
+    for i, (c, (tc, dscp)) in enumerate(zip(classes, marking)):
+        env = {k: str(i) for k in c.env_sl} | {k: str(dscp * 4) for k in c.env_tc}  # TC byte = DSCP << 2
         v = vl_of[c.name]
-        out.append(ClassQos(c.name, i, v, i, 8 * i, c.share / total, weights[v], weights[v] / wsum,
+        out.append(ClassQos(c.name, i, v, tc, dscp, c.share / total, weights[v], weights[v] / wsum,
                             c.isolated, c.lossless, tuple(c.destinations) if c.destinations else None, env))
     default_vl = out[0].vl
     n = len(out) if split else 0

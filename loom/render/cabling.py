@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections import Counter
 from dataclasses import asdict, dataclass
 
@@ -143,6 +144,33 @@ def run_length(fabric: Fabric, racks: RackMap, a: tuple[str, int, int], b: tuple
     return up_a + up_b + abs(pos_a - pos_b) * lay.rack_width_m + abs(row_a - row_b) * lay.row_pitch_m
 
 
+def _where(fabric: Fabric, kind: int, dev: int) -> tuple[str, int, int]:
+    """(rack, RU, height) of a cable end: a switch, or the node of a NIC port."""
+    m = fabric.model
+    if kind == HOST:
+        node = fabric.nodes[fabric.ports[dev].node]
+        return node.rack, node.ru, m.node_types[node.node_type].height_u
+    s = fabric.switches[dev]
+    return s.rack, s.ru, m.switch_models[s.model].height_u
+
+
+def _slack(fabric: Fabric) -> float:
+    return fabric.model.cabling.slack_m if fabric.model.cabling else 0.0
+
+
+def cable_lengths(fabric: Fabric, rows=None) -> list[int]:
+    """The measured run plus slack of every cable (or of the cables `rows`), in whole metres
+    rounded up: the length SONiC's CABLE_LENGTH wants (PFC headroom grows with it), with or
+    without a catalogue; O(cables)."""
+    racks = RackMap(fabric)
+    slack = _slack(fabric)
+    c = fabric.cables
+    rows = slice(None) if rows is None else rows
+    a = [_where(fabric, k, d) for k, d in zip(c.a_kind[rows].tolist(), c.a_dev[rows].tolist())]
+    b = [_where(fabric, k, d) for k, d in zip(c.b_kind[rows].tolist(), c.b_dev[rows].tolist())]
+    return [math.ceil(run_length(fabric, racks, x, y) + slack) for x, y in zip(a, b)]
+
+
 def pick_medium(catalogue: Catalogue, speed: str, run: float) -> tuple[Medium, float, str] | None:
     for m in catalogue.media:
         if speed in m.speeds and run <= m.max_m:
@@ -156,7 +184,7 @@ def cable_plan(fabric: Fabric, catalogue: Catalogue) -> list[Cable]:
     """Every cable, in walking order (rack, RU, device, port of end A)."""
     m = fabric.model
     site = m.cabling.site if m.cabling else ""
-    slack = m.cabling.slack_m if m.cabling else 0.0
+    slack = _slack(fabric)
     racks = RackMap(fabric)
     ethernet = fabric.technology == "ethernet"
     speed_name = {v: k for k, v in SPEEDS_GBPS.items() if k.endswith("GbE") == ethernet}
@@ -165,18 +193,16 @@ def cable_plan(fabric: Fabric, catalogue: Catalogue) -> list[Cable]:
     for i in range(len(c)):
         sb = fabric.switches[int(c.b_dev[i])]
         b = End(site, racks.row(sb.rack), sb.rack, sb.ru, sb.name, str(int(c.b_port[i])))
-        hb = m.switch_models[sb.model].height_u
         if c.a_kind[i] == HOST:
             hp = fabric.ports[int(c.a_dev[i])]
             node = fabric.nodes[hp.node]
             a = End(site, racks.row(node.rack), node.rack, node.ru, node.name, f"{hp.nic}/{hp.port}")
-            ha = m.node_types[node.node_type].height_u
         else:
             sa = fabric.switches[int(c.a_dev[i])]
             a = End(site, racks.row(sa.rack), sa.rack, sa.ru, sa.name, str(int(c.a_port[i])))
-            ha = m.switch_models[sa.model].height_u
         cid = fabric.cable_id(i)
-        run = run_length(fabric, racks, (a.rack, a.ru, ha), (b.rack, b.ru, hb)) + slack
+        run = run_length(fabric, racks, _where(fabric, int(c.a_kind[i]), int(c.a_dev[i])),
+                         _where(fabric, int(c.b_kind[i]), int(c.b_dev[i]))) + slack
         speed = speed_name[int(c.speed_gbps[i])]
         pick = pick_medium(catalogue, speed, run)
         if pick is None:

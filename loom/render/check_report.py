@@ -22,6 +22,11 @@ def markdown(report: dict, planes: list[dict], bound_key: str) -> str:
     lines = [f"## loom check: {report['fabric']} — {'pass' if report['ok'] else '**FAIL**'}", ""]
     iso, rails = report.get("isolation"), report.get("rails")
     lines.append(f"Cabling: planes isolated {_yes(iso and iso['ok'])}; rails correct {_yes(rails and rails['ok'])}.")
+    q = report.get("roce_qos")
+    if q:  # Ethernet: the lossless cross-check (loom.checks.roce_qos)
+        lines.append(f"Lossless configuration (SONiC tables × NIC settings × classes): {_yes(q['ok'])}; PFC on "
+                     f"{','.join(map(str, q['pfc'])) or 'none'}, MTU switch {q['mtu']['switch']} / host {q['mtu']['host']}.")
+        lines += [f"- {p}" for p in q["problems"][:20]]
     lines.append("")
     rows = []
     for p in planes:

@@ -8,6 +8,43 @@ from loom.model.names import natural
 SHOWN = 30  # rows of a long table before "… N more"
 
 
+#: what the report calls things, by technology: Ethernet has routes, NICs and priorities, not
+#: LFT entries, CAs and VLs
+WORDS = {
+    "infiniband": {"entries": "LFT entries", "dest": "destinations", "up": "up-port",
+                   "reachable": "reachable", "deadlock_free": "deadlock free", "balance_within_bound": "balance within bound",
+                   "qos_isolation": "qos isolation"},
+    "ethernet": {"entries": "routes", "dest": "NIC and loopback prefixes", "up": "up-link",
+                 "reachable": "reachable (NIC pairs)", "deadlock_free": "PFC deadlock free",
+                 "balance_within_bound": "ECMP balance within bound", "qos_isolation": "priorities and PFC"},
+}
+
+
+def _words(d: dict) -> dict:
+    return WORDS[d.get("technology", "infiniband")]
+
+
+def status(d: dict) -> str:
+    """regression, pure growth, change (no regression) or no change."""
+    if d["regressions"]:
+        return "regression"
+    if d["growth"]:
+        return "pure growth"
+    return "change, no regression" if d.get("changed", True) else "no change"
+
+
+def _config_lines(d: dict) -> list[str]:
+    """Ethernet: configuration lines changed per switch (most first)."""
+    cfg = d.get("configs")
+    if not cfg:
+        return []
+    top = sorted(cfg["per_switch"].items(), key=lambda kv: (-(kv[1]["added"] + kv[1]["removed"]), natural(kv[0])))
+    return [f"{cfg['lines_changed']} configuration lines changed (frr.conf, config_db.json) on {len(top)} switches"
+            + (f"; switches added {len(cfg['switches_added'])}, removed {len(cfg['switches_removed'])}"
+               if cfg["switches_added"] or cfg["switches_removed"] else ""),
+            *[f"{name}: +{x['added']} -{x['removed']}" for name, x in top]]
+
+
 def _mark(v) -> str:
     """A verdict; None only where the check does not exist for the model (QoS without traffic classes)."""
     return {True: "✅", False: "❌", None: "n/a"}[v]
@@ -37,14 +74,17 @@ def _churn_lines(ch: dict, limit: int = 5) -> tuple[str, list[str]]:
 
 def markdown(d: dict) -> str:
     b, h, r, c = d["base"], d["head"], d["routing"], d["cables"]
-    status = "❌ **regression**" if d["regressions"] else ("🌱 pure growth" if d["growth"] else "✅ no regression")
-    out = [f"## loom diff: {h['fabric']} ({b['label']} → {h['label']})", "", status, "",
+    w = _words(d)
+    st = status(d)
+    mark = {"regression": "❌ **regression**", "pure growth": "🌱 pure growth", "change, no regression": "🔶 change, no regression",
+            "no change": "✅ no change"}[st]
+    out = [f"## loom diff: {h['fabric']} ({b['label']} → {h['label']})", "", mark, "",
            "| check | base | head |", "|---|---|---|"]
     for k in b["verdicts"]:
-        out.append(f"| {k.replace('_', ' ')} | {_mark(b['verdicts'][k])} | {_mark(h['verdicts'][k])} |")
+        out.append(f"| {w.get(k, k.replace('_', ' '))} | {_mark(b['verdicts'][k])} | {_mark(h['verdicts'][k])} |")
     if b["balance"] and h["balance"]:
         bb, hb = b["balance"], h["balance"]
-        out.append(f"| max destinations per up-port / bound | {bb['max_dest_per_up_port']} / {bb['lower_bound']} | "
+        out.append(f"| max {w['dest']} per {w['up']} / bound | {bb['max_dest_per_up_port']} / {bb['lower_bound']} | "
                    f"{hb['max_dest_per_up_port']} / {hb['lower_bound']} |")
         out.append(f"| storage max per up-port | {bb['storage']} | {hb['storage']} |")
         out.append(f"| eBB | {bb['ebb']} | {hb['ebb']} |")
@@ -52,19 +92,25 @@ def markdown(d: dict) -> str:
     for reg in d["regressions"]:
         out.append(f"- ❌ {reg}")
     out += ["", "### Forwarding", "",
-            f"- LFT entries changed: **{r['lft_entries_changed']}** on {len(r['per_switch'])} switches",
-            f"- destinations moved (their cabling changed): {len(r['destinations_moved'])}",
-            f"- destinations rerouted (same cabling, other ports): {len(r['destinations_rerouted'])}",
-            f"- destinations added / removed: {len(r['destinations_added'])} / {len(r['destinations_removed'])}",
-            f"- leaf up-ports above the bound on head: {len(r['ports_above_bound'])}", ""]
+            f"- {w['entries']} changed: **{r['lft_entries_changed']}** on {len(r['per_switch'])} switches "
+            f"({r.get('entries_added', 0)} added, {r.get('entries_removed', 0)} removed)",
+            f"- {w['dest']} moved (their cabling changed): {len(r['destinations_moved'])}",
+            f"- {w['dest']} rerouted (same cabling, other ports): {len(r['destinations_rerouted'])}",
+            f"- {w['dest']} added / removed: {len(r['destinations_added'])} / {len(r['destinations_removed'])}",
+            f"- leaf {w['up']}s above the bound on head: {len(r['ports_above_bound'])}", ""]
     for title, items in (("Moved", r["destinations_moved"]), ("Rerouted", r["destinations_rerouted"]),
                          ("Added", r["destinations_added"]), ("Removed", r["destinations_removed"])):
         if items:
-            out += [f"<details><summary>{title} destinations ({len(items)})</summary>", "", *_list(items), "", "</details>", ""]
+            out += [f"<details><summary>{title} {w['dest']} ({len(items)})</summary>", "", *_list(items), "", "</details>", ""]
     if r["per_switch"]:
         top = sorted(r["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))
-        out += ["<details><summary>Entries changed per switch</summary>", "", "| switch | entries |", "|---|---|",
+        out += [f"<details><summary>{w['entries'].capitalize()} changed per switch</summary>", "",
+                f"| switch | {w['entries']} |", "|---|---|",
                 *[f"| {s} | {n} |" for s, n in top[:SHOWN]], *_more(top), "", "</details>", ""]
+    cfg = _config_lines(d)
+    if cfg:
+        out += ["### Switch configuration", "", f"- {cfg[0]}", "", "<details><summary>Lines changed per switch</summary>", "",
+                *[f"- `{x}`" for x in cfg[1:SHOWN + 1]], *_more(cfg[1:]), "", "</details>", ""]
     if r["ports_above_bound"]:
         above = sorted(r["ports_above_bound"], key=lambda p: (natural(p["switch"]), p["port"]))
         out += ["<details><summary>Up-ports above the bound</summary>", "",
@@ -84,27 +130,32 @@ def markdown(d: dict) -> str:
 
 def summary(d: dict) -> str:
     b, h, r, c = d["base"], d["head"], d["routing"], d["cables"]
+    w = _words(d)
     lines = [f"loom diff {h['fabric']}: {b['label']} -> {h['label']}"]
     for k in b["verdicts"]:
         word = {True: "yes", False: "NO", None: "n/a"}
-        lines.append(f"  {k:<22} base {word[b['verdicts'][k]]:<5} head {word[h['verdicts'][k]]}")
+        lines.append(f"  {w.get(k, k):<30} base {word[b['verdicts'][k]]:<5} head {word[h['verdicts'][k]]}")
     if b["balance"] and h["balance"]:
-        lines.append(f"  balance                max/bound base {b['balance']['max_dest_per_up_port']}/{b['balance']['lower_bound']}"
+        lines.append(f"  {'balance':<30} max/bound base {b['balance']['max_dest_per_up_port']}/{b['balance']['lower_bound']}"
                      f"  head {h['balance']['max_dest_per_up_port']}/{h['balance']['lower_bound']}")
-    lines.append(f"  LFT entries changed    {r['lft_entries_changed']} on {len(r['per_switch'])} switches")
-    lines.append(f"  destinations           moved {len(r['destinations_moved'])}, rerouted {len(r['destinations_rerouted'])}, "
+    lines.append(f"  {w['entries'] + ' changed':<30} {r['lft_entries_changed']} on {len(r['per_switch'])} switches "
+                 f"({r.get('entries_added', 0)} added, {r.get('entries_removed', 0)} removed)")
+    lines.append(f"  {w['dest']:<30} moved {len(r['destinations_moved'])}, rerouted {len(r['destinations_rerouted'])}, "
                  f"added {len(r['destinations_added'])}, removed {len(r['destinations_removed'])}")
     for name in r["destinations_moved"][:10]:
         lines.append(f"    moved: {name}")
     lines += [f"    {x}" for x in _more(r["destinations_moved"], 10)]
-    lines.append(f"  cables                 added {len(c['added'])}, removed {len(c['removed'])}, moved {len(c['moved'])}")
+    lines.append(f"  {'cables':<30} added {len(c['added'])}, removed {len(c['removed'])}, moved {len(c['moved'])}")
     for m in c["moved"][:10]:
         lines.append(f"    moved: {m}")
     lines += [f"    {x}" for x in _more(c["moved"], 10)]
     head, details = _churn_lines(d["churn"])
-    lines += [f"  churn                  {head}", *[f"    {x}" for x in details]]
+    lines += [f"  {'churn':<30} {head}", *[f"    {x}" for x in details]]
+    cfg = _config_lines(d)
+    if cfg:
+        lines.append(f"  {'switch configuration':<30} {cfg[0]}")
+        lines += [f"    {x}" for x in cfg[1:11]] + [f"    {x}" for x in _more(cfg[1:], 10)]
     for x in d["host_settings_changed"]:
         lines.append(f"  host: {x}")
-    lines.append("  verdict: " + ("REGRESSION: " + "; ".join(d["regressions"]) if d["regressions"]
-                                  else ("pure growth" if d["growth"] else "no regression")))
+    lines.append("  verdict: " + ("REGRESSION: " + "; ".join(d["regressions"]) if d["regressions"] else status(d)))
     return "\n".join(lines) + "\n"

@@ -27,13 +27,12 @@ def _dump(data) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
 
 
-def networkd(fabric: Fabric, node: int) -> dict:
-    """Ethernet planes: the host's NIC addressing and per-NIC source routing for host_tuning."""
-    if fabric.technology != "ethernet":
+def networkd(configs, node: int) -> dict:
+    """Ethernet planes (`configs`: the fabric's `RoceConfigs`, None on InfiniBand): the host's NIC
+    addressing and per-NIC source routing for host_tuning."""
+    if configs is None:
         return {}
-    from loom.render.roce import host_config
-
-    files = host_config(fabric, node)
+    files = configs.host(node)
     return {"host_tuning_networkd": {k: v for k, v in files.items() if k.endswith(".network")}}
 
 
@@ -55,6 +54,9 @@ def inventory(fabric: Fabric) -> dict[str, str]:
     ports = defaultdict(list)
     for p in fabric.ports:
         ports[p.node].append(p)
+    from loom.render.roce import RoceConfigs
+
+    configs = RoceConfigs(fabric) if fabric.technology == "ethernet" else None
     for n in fabric.nodes:
         groups[f"role_{n.role}"].add(n.name)
         groups[f"nodetype_{n.node_type}".replace("-", "_")].add(n.name)
@@ -63,7 +65,7 @@ def inventory(fabric: Fabric) -> dict[str, str]:
             groups[f"zone_{z}"].add(n.name)
         for p in ports[n.index]:
             groups[f"plane_{p.plane}"].add(n.name)
-        host_vars[n.name] = networkd(fabric, n.index) | {
+        host_vars[n.name] = networkd(configs, n.index) | {
             "loom_fabric": fabric.name, "loom_node_type": n.node_type, "loom_role": n.role, "loom_zones": list(n.zones),
             "loom_rack": n.rack, "loom_ru": n.ru,
             "loom_ports": [{"nic": p.nic, "port": p.port, "plane": p.plane, "zone": p.zone,

@@ -87,15 +87,26 @@ def _render_slurm(fabric) -> None:
 
 
 def _render_roce(fabric, tables) -> None:
-    """Switch configs of the first and last switch of each plane, host configs of two nodes."""
-    from loom.render.roce import all_switch_links, destinations, host_config, switch_config
+    """Switch configs of the first and last switch of each plane, host configs of two nodes, and
+    the lossless cross-check of what was rendered (renderers must agree with any valid model)."""
+    import json
 
-    links_of = all_switch_links(fabric)
-    for t in tables:
-        prefixes = destinations(t)
-        for row in {0, t.subnet.n - 1}:
-            for fname in switch_config(t, row, prefixes, links_of):
-                _under(f"switches/{t.subnet.name(row)}/{fname}")
-    for node in {fabric.nodes[0], fabric.nodes[-1]}:
-        for fname in host_config(fabric, node.index):
-            _under(f"hosts/{node.name}/{fname}")
+    from loom.checks.roce_qos import check_roce_qos
+    from loom.render.roce import RoceConfigs
+
+    ends = {t.subnet.switch(row) for t in tables for row in {0, t.subnet.n - 1}}
+    rc = RoceConfigs(fabric, tables, {s.index for s in ends})
+    dbs = {}
+    for s in ends:
+        files = rc.switch(s)
+        for fname in files:
+            _under(f"switches/{s.name}/{fname}")
+        dbs[s.name] = json.loads(files["config_db.json"])
+    cabled = {p.node for p in fabric.ports}
+    hosts = {n.name: rc.host(n.index) for n in {fabric.nodes[0], fabric.nodes[-1]} if n.index in cabled}
+    for name, files in hosts.items():
+        for fname in files:
+            _under(f"hosts/{name}/{fname}")
+    r = check_roce_qos(rc.qos, rc.lossless, dbs, hosts)
+    if not r["ok"]:
+        raise AssertionError(f"the rendered lossless configuration disagrees with the model: {r['problems'][:3]}")
