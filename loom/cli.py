@@ -1223,9 +1223,12 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
 # commands that live in their own modules
 from loom.cli_ranks import ranks_cmd  # noqa: E402
 from loom.cli_slurm import slurm_cmd  # noqa: E402
+from loom.cli_terraform import fabric_cmd, tf_app  # noqa: E402
 
 app.command("ranks")(ranks_cmd)
 app.command("slurm")(slurm_cmd)
+app.command("fabric")(fabric_cmd)
+app.add_typer(tf_app, name="tf")
 from loom.netbox.commands import netbox_app  # noqa: E402  (its own module; imports nothing heavy at load)
 
 app.add_typer(netbox_app, name="netbox")
