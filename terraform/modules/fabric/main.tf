@@ -62,9 +62,9 @@ output "fabric" {
 }
 
 output "routing" {
-  value = [for r in loom_routing.this : { applied_sha256 = r.applied_sha256, summary = r.summary }]
+  value = [for r in loom_routing.this : r.applied_sha256]
 }
 
 output "netbox" {
-  value = [for n in loom_netbox.this : { applied_sha256 = n.applied_sha256, summary = n.summary }]
+  value = [for n in loom_netbox.this : n.applied_sha256]
 }
