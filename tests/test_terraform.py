@@ -201,3 +201,27 @@ def test_loom_netbox_against_a_live_netbox(tools, tmp_path):
         state = (tf.dir / "terraform.tfstate").read_text()
         assert nb.token not in state and nb.token not in out  # the secret never reaches the state
         assert time.monotonic() - t0 < 300
+
+
+@pytest.mark.slow
+def test_provider_unit_tests():
+    """`go test` of terraform/provider (the runner, the diagnostics, the schemas)."""
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    r = subprocess.run(["nice", "-n", "10", go, "test", "./..."], cwd=ROOT / "terraform/provider", capture_output=True,
+                       text=True, timeout=1800)
+    assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_every_reference_fabric_has_a_valid_root_module(tools, tmp_path):
+    fabrics = {p.stem for p in (ROOT / "topology").glob("*.yaml")}
+    roots = {p.parent.name for p in (ROOT / "terraform").glob("*/backend.tf")}
+    assert fabrics == roots, f"root modules missing: {fabrics - roots}, without a model: {roots - fabrics}"
+    tofu, config = tools
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": str(config), "TF_DATA_DIR": str(tmp_path / "data")}
+    r = subprocess.run([str(tofu), "-chdir=" + str(ROOT / "terraform/fire-flyer-2"), "init", "-backend=false", "-no-color",
+                        "-input=false"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([str(tofu), "-chdir=" + str(ROOT / "terraform/fire-flyer-2"), "validate", "-no-color"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "configuration is valid" in r.stdout, r.stdout + r.stderr
