@@ -16,6 +16,11 @@ if [ -x "$dest/tofu" ] && "$dest/tofu" version >/dev/null 2>&1; then
   exit 0
 fi
 mkdir -p "$dest"
+exec 9>"$dest/.build-lock"   # one builder at a time; a second one waits, then finds the binary
+flock 9
+if [ -x "$dest/tofu" ] && "$dest/tofu" version >/dev/null 2>&1; then
+  exit 0
+fi
 work=$(mktemp -d "$dest/build.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 echo "building OpenTofu v$version into $dest (once; ~6 min on 2 cores)" >&2
