@@ -10,9 +10,9 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr iputils-ping debootstrap openssh-server slurmctld slurm-client postgresql redis-server
 
-.PHONY: setup apt-deps run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
-setup: $(VENV)/.installed apt-deps
+setup: $(VENV)/.installed apt-deps tf-tools
 
 # pyproject.toml says which versions loom works with; requirements.lock pins the exact set it is tested with
 $(VENV)/.installed: pyproject.toml requirements.lock
@@ -118,3 +118,59 @@ N ?= 10000
 SEED ?= 1
 fuzz: setup
 	$(BIN)/python -m tests.fuzz --cases $(N) --seed $(SEED) --out fuzz-out
+
+# ---------------------------------------------------------------------------------- Terraform
+# OpenTofu built from the Go module proxy once (~6 min on 2 cores) into ~/.cache/loom/tofu-<v>/;
+# the loom provider (terraform/provider) built into a filesystem mirror under .loom/tf/ with the
+# CLI config file that points at it; the `pg` state backend's PostgreSQL kept in .loom/tf/pg.
+# Nothing of this is in git.  docs/terraform.md says how the pieces fit.
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+LOOM_CACHE ?= $(HOME)/.cache/loom
+TOFU_VERSION := 1.12.6
+TOFU := $(LOOM_CACHE)/tofu-$(TOFU_VERSION)/tofu
+PROVIDER_VERSION := 0.1.0
+TF_STATE := .loom/tf
+TF_MIRROR := $(CURDIR)/$(TF_STATE)/mirror
+TF_PLATFORM = $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
+PROVIDER_BIN = $(TF_MIRROR)/loom.local/loom/loom/$(PROVIDER_VERSION)/$(TF_PLATFORM)/terraform-provider-loom_v$(PROVIDER_VERSION)
+TF_CLI_CONFIG := $(CURDIR)/$(TF_STATE)/tofurc
+TF_TARGET ?= sim
+TF_VARS = -var target=$(TF_TARGET) $(if $(NETBOX_URL),-var netbox_url=$(NETBOX_URL))
+# what every tofu run gets: the CLI config, its data dir outside terraform/, the loom it calls,
+# the simulated fabric's state where `make sim-up` keeps it, the pg backend's connection string
+TF_ENV = TF_CLI_CONFIG_FILE=$(TF_CLI_CONFIG) TF_DATA_DIR=$(CURDIR)/$(TF_STATE)/$(FABRIC) TF_IN_AUTOMATION=1 \
+	LOOM_BIN=$(CURDIR)/$(BIN)/loom LOOM_STATE_DIR=$(CURDIR)/.loom/sim \
+	PG_CONN_STR=$$($(BIN)/python -m tests.pglab up $(TF_STATE)/pg)
+
+tf-tools: $(TOFU) $(PROVIDER_BIN) $(TF_CLI_CONFIG)
+
+$(TOFU):
+	GO=$(GO) terraform/scripts/build-tofu.sh $(TOFU_VERSION) $(dir $(TOFU))
+
+$(PROVIDER_BIN): $(wildcard terraform/provider/*.go terraform/provider/*/*/*.go) terraform/provider/go.mod terraform/provider/go.sum
+	mkdir -p $(dir $@)
+	cd terraform/provider && nice -n 10 $(GO) build -trimpath -ldflags "-X main.version=$(PROVIDER_VERSION)" -o $@.tmp .
+	mv $@.tmp $@
+
+$(TF_CLI_CONFIG): Makefile
+	mkdir -p $(dir $@)
+	printf 'provider_installation {\n  filesystem_mirror {\n    path    = "%s"\n    include = ["loom.local/*/*"]\n  }\n  direct {\n    exclude = ["loom.local/*/*"]\n  }\n}\n' "$(TF_MIRROR)" > $@.tmp
+	mv $@.tmp $@
+
+# the pg backend's PostgreSQL (127.0.0.1, a free port, data in .loom/tf/pg): started if stopped
+tf-state: setup
+	@$(BIN)/python -m tests.pglab up $(TF_STATE)/pg >/dev/null && echo "pg state backend: up (port $$(cat $(TF_STATE)/pg/port))"
+
+tf-state-down:
+	$(BIN)/python -m tests.pglab down $(TF_STATE)/pg
+
+# -upgrade: a rebuilt provider has a new checksum; the lock file is not kept in git
+tf-init: setup tf-state
+	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) init -input=false -upgrade >/dev/null
+
+# exit 0 no changes, 2 changes (Terraform's convention, like `make plan`); make fails only on 1
+tf-plan: tf-init
+	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) plan -input=false -detailed-exitcode $(TF_VARS); rc=$$?; [ $$rc -ne 1 ]
+
+tf-apply: tf-init $(if $(filter sim,$(TF_TARGET)),sim-up)
+	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) apply -input=false -auto-approve $(TF_VARS)

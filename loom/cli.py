@@ -1195,10 +1195,13 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
 from loom.cli_cabling import cabling_app  # noqa: E402
 from loom.cli_ranks import ranks_cmd  # noqa: E402
 from loom.cli_slurm import slurm_cmd  # noqa: E402
+from loom.cli_terraform import fabric_cmd, tf_app  # noqa: E402
 
 app.command("ranks")(ranks_cmd)
 app.command("slurm")(slurm_cmd)
 app.add_typer(cabling_app, name="cabling")
+app.command("fabric")(fabric_cmd)
+app.add_typer(tf_app, name="tf")
 from loom.netbox.commands import netbox_app  # noqa: E402  (its own module; imports nothing heavy at load)
 
 app.add_typer(netbox_app, name="netbox")

@@ -23,7 +23,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,29 +32,11 @@ import urllib.request
 from pathlib import Path
 
 from tests.lifecycle import Started
+from tests.pglab import Postgres, _free_port, _run
 
 VERSION = "4.7.3"
 PYTHON = "3.12.1"
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 CACHE = Path(os.environ.get("LOOM_CACHE", Path.home() / ".cache" / "loom")) / f"netbox-{VERSION}"
-PG_USER = "postgres"  # the Debian package's system user: PostgreSQL refuses to run as root
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _run(cmd: list, **kw) -> subprocess.CompletedProcess:
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
-    if r.returncode:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    return r
-
-
-def _as_pg(cmd: list) -> list:
-    return ["runuser", "-u", PG_USER, "--", *cmd] if os.geteuid() == 0 else cmd
 
 
 def _python312() -> Path:
@@ -67,31 +48,6 @@ def _python312() -> Path:
 
 
 # ------------------------------------------------------------------------------ one instance
-
-
-class Postgres:
-    """A private cluster in `root`: own port, own socket directory, trust auth on 127.0.0.1."""
-
-    def __init__(self, root: Path) -> None:
-        self.data, self.sock, self.port = root / "pg", root / "pgsock", _free_port()
-
-    def start(self) -> None:
-        for d in (self.data, self.sock):
-            d.mkdir(parents=True)
-            if os.geteuid() == 0:
-                shutil.chown(d, PG_USER, PG_USER)
-        _run(_as_pg([PG_BIN / "initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]))
-        _run(_as_pg([PG_BIN / "pg_ctl", "-D", self.data, "-w", "-t", "60", "-l", self.data / "log", "-o",
-                     f"-p {self.port} -k {self.sock} -c listen_addresses=127.0.0.1 -c fsync=off "
-                     "-c synchronous_commit=off -c full_page_writes=off", "start"]))
-
-    def stop(self) -> None:
-        if (self.data / "postmaster.pid").exists():
-            subprocess.run(_as_pg([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"]),
-                           capture_output=True)
-
-    def client(self, tool: str, *args) -> list:
-        return [PG_BIN / tool, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", *args]
 
 
 class NetBox(Started):
