@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from loom.checks import Walk, check_deadlock
 from loom.cli import app
 from loom.expand import load_fabric
-from loom.push.frr_lab import FrrLab
+from loom.push.frr_lab import running
+from loom.render.frr_intent import desired_configs, interface_names
 from loom.render.roce import all_switch_links, destinations, host_config, plane_links_ok, switch_config
 from loom.routing import route
 
@@ -89,16 +90,21 @@ def lab_model(tmp_path: Path, mode: str) -> Path:
     return path
 
 
+def port_name(f, switch: str, port: int) -> str:
+    """The interface the renderer (and so the live lab) gives a switch port."""
+    return interface_names(f)[(next(s.index for s in f.switches if s.name == switch), port)]
+
+
 def no_lab_left(tag: str) -> bool:
     return tag not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
 def test_live_bgp_plane(tmp_path):
     f = load_fabric(lab_model(tmp_path, "bgp"))
-    t = route(f)[0]
-    lab = FrrLab(t, tmp_path / "run")
-    with lab:
-        lab.wait(lambda: sum(lab.bgp_established(s.name) for s in f.switches) == 2 * 6, "12 BGP sessions", 60)
+    configs = desired_configs(route(f))
+    with running(f, {k: v["frr.conf"] for k, v in configs.items()}, tmp_path / "run") as lab:
+        tag = lab.tag
+        lab.wait(lambda: sum(lab.sessions(s.name)[0] for s in f.switches) == 2 * 6, "12 BGP sessions", 60)
         remote = [str(ipaddress.IPv4Network(f"{p.address}/31", strict=False)) for p in f.ports
                   if f.nodes[p.node].name != "h0"]
         # ECMP over both spines to every remote host
@@ -108,10 +114,10 @@ def test_live_bgp_plane(tmp_path):
             for b in hosts:
                 if a != b:
                     assert lab.ping(a, hosts[a], hosts[b]), (a, b)
-        lab.link_down("lab-leaf0", "swp3")  # one of leaf0's two up-links
+        lab.link_down("lab-leaf0", port_name(f, "lab-leaf0", 3))  # one of leaf0's two up-links
         lab.wait(lambda: all(lab.ping(a, hosts[a], hosts[b]) for a in hosts for b in hosts if a != b),
                  "traffic around the failed link", 30)
-    assert no_lab_left(lab.tag)
+    assert no_lab_left(tag)
 
 
 def test_live_static_plane_fib_equals_loom(tmp_path):
@@ -119,8 +125,8 @@ def test_live_static_plane_fib_equals_loom(tmp_path):
     t = route(f)[0]
     prefixes = destinations(t)
     links_of = all_switch_links(f)
-    lab = FrrLab(t, tmp_path / "run")
-    with lab:
+    with running(f, {k: v["frr.conf"] for k, v in desired_configs([t]).items()}, tmp_path / "run") as lab:
+        tag = lab.tag
         for row in range(t.subnet.n):
             name = t.subnet.name(row)
             files = switch_config(t, row, prefixes, links_of)
@@ -137,6 +143,6 @@ def test_live_static_plane_fib_equals_loom(tmp_path):
         # a pinned up-link of leaf0 goes down: leaf0's traffic takes the ECMP fallback; flows whose
         # return path does not cross the dead link keep working (static routes cannot withdraw
         # remote routes: REFERENCE.md measured that, and bgp mode is the answer)
-        lab.link_down("lab-leaf0", "swp3")
+        lab.link_down("lab-leaf0", port_name(f, "lab-leaf0", 3))
         assert lab.ping("h1", hosts["h1"], hosts["h2"])
-    assert no_lab_left(lab.tag)
+    assert no_lab_left(tag)
