@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from loom import cli_roce
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 
@@ -169,14 +170,15 @@ def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--ou
     out.print(f"wrote {out_file}", highlight=False, markup=False)
 
 
-def _route(model: Path, engine: str):
+def _route(model: Path, engine: str, fabric: Fabric | None = None):
+    """The model's fabric (loaded unless given) and its routing tables per plane."""
     from loom.routing import RoutingError, get_engine, route
 
     try:
         get_engine(engine)
     except RoutingError as exc:
         raise _input_error(exc, 2) from None
-    fabric = _fabric(model)
+    fabric = fabric or _fabric(model)
     try:
         return fabric, route(fabric, engine)
     except RoutingError as exc:
@@ -888,9 +890,9 @@ sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric 
 app.add_typer(sim_app, name="sim")
 
 
-def _routed(model: Path):
+def _routed(model: Path, fabric: Fabric | None = None):
     """Fabric and plane-0 tables, for the simulated fabric (one InfiniBand subnet)."""
-    fabric, tables = _route(model, "fattree")
+    fabric, tables = _route(model, "fattree", fabric)
     return fabric, tables[0]
 
 
@@ -931,7 +933,9 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     from loom.qos.render import opensm_qos_conf
     from loom.render.opensm import guid2lid
 
-    fabric, tables = _phase("route", _routed, model)
+    if cli_roce.is_ethernet(fabric := _fabric(model)):
+        return cli_roce.sim_up(fabric)
+    fabric, tables = _phase("route", _routed, model, fabric)
     d = Daemons.of(fabric.name)
     qos = plan_qos(fabric.model)
     conf = opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n"
@@ -973,7 +977,9 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
     from loom.push.errors import PlanError
     from loom.push.target import SimTarget
 
-    d = Daemons.of(_fabric(model).name)
+    if cli_roce.is_ethernet(fabric := _fabric(model)):
+        return cli_roce.sim_down(fabric, force)
+    d = Daemons.of(fabric.name)
     lock = None
     try:
         lock = take_lock(d, "sim down", _progress)
@@ -1000,7 +1006,9 @@ def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = J
     from loom.push.lock import is_free
 
     as_json = _json_wanted(fmt, as_json)
-    d = Daemons.of(_fabric(model).name)
+    if cli_roce.is_ethernet(fabric := _fabric(model)):
+        return cli_roce.sim_status(fabric, as_json)
+    d = Daemons.of(fabric.name)
     s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
          "links_down": links_down(d.dir)}
     if as_json:
@@ -1126,7 +1134,9 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     from loom.push.errors import PlanError, TargetError
     from loom.push.plan import has_changes, make_plan
 
-    fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
+    if cli_roce.is_ethernet(fabric := _fabric(model)):
+        return cli_roce.plan(model, fabric, out_file, target)
+    fabric, _ = _phase("route", _routed, model, fabric)  # refuses fabrics no engine can route, before touching the sim
     d = _target(fabric, target, inventory, ssh_config)
     try:
         if d.kind != "sim":  # the marker `apply` looks for (the simulation's is its fabric.net)
@@ -1205,6 +1215,8 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
         plan_file = (ssh_state_dir if target == "ssh" else state_dir)(_fabric(model).name) / "last-plan.json"
     try:
         p = read_plan(plan_file)
+        if p.get("technology") == "ethernet":  # a plan of FRR configurations (loom.push.frr_apply)
+            from loom.push.frr_apply import apply_frr_plan as apply_plan  # noqa: F811
         res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
     except (PlanError, TargetError) as exc:
         _fail(exc)

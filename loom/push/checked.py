@@ -62,13 +62,13 @@ class CheckedPlan:
 
 def check_state_dir(plan: dict, where: str = "the plan", marker: str = "fabric.net") -> Path:
     """The plan's state directory, if it is one loom made for the plan's fabric (a directory
-    named after it holding `marker`: `fabric.net` written by `loom sim up`, or the SSH target's
-    `target.json` written by `loom plan`); apply writes its lock and journal there, so a plan
+    named after it holding `marker`: `fabric.net` (`frr-lab.json` for an Ethernet fabric) written
+    by `loom sim up`, or the SSH target's `target.json` written by `loom plan`); apply writes its lock and journal there, so a plan
     edited to name any other directory is refused before anything is written."""
     raw = plan.get("state_dir")
     d = Path(raw).resolve() if isinstance(raw, str) and raw and "\x00" not in raw else None
     if d is None or d.name != plan.get("fabric") or not d.is_dir() or not (d / marker).is_file():
-        what = "the simulated fabric" if marker == "fabric.net" else "the SSH target's state"
+        what = "the SSH target's state" if marker == "target.json" else "the simulated fabric"
         raise PlanError(f"{where}: its state_dir {raw!r} is not {what} of {plan.get('fabric')!r} "
                         f"(no {marker} written by loom there); run `loom plan` again")
     return d

@@ -310,7 +310,7 @@ class FrrLab:
         return sh(*args).stdout
 
     def running_config(self, device: str) -> str:
-        return self.vtysh(device, "show running-config")
+        return self.vtysh(device, "show running-config no-header")
 
     def reload(self, device: str, config: str) -> None:
         """FRR's own `frr-reload.py --reload`: apply the difference between the running
