@@ -46,7 +46,7 @@ MB_PER_SWITCH = 32
 #: The most switches and hosts `loom sim up` runs on this kind of machine (2 cores, shared).
 MAX_SWITCHES, MAX_HOSTS = 64, 128
 LAB_MODEL = "topology/roce-lab.yaml"
-SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1",
+SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1", "net.ipv4.fib_multipath_hash_policy=1",
            "net.ipv4.conf.all.ignore_routes_with_linkdown=1")
 
 
@@ -322,8 +322,7 @@ class FrrLab:
         res = sh(str(FRR_RELOAD), "--reload", "--stdout", "--vty_socket", str(d), "--confdir", str(d), "--rundir", str(d),
                  str(new), check=False, timeout=120)
         if res.returncode != 0:
-            raise LabError(f"frr-reload.py failed on {device} (exit {res.returncode}): "
-                           f"{(res.stderr or res.stdout).strip()[-300:]}")
+            raise LabError(f"frr-reload.py failed on {device} (exit {res.returncode}): {_reload_errors(res.stderr)}")
 
     def sessions(self, device: str) -> tuple[int, int]:
         """(BGP sessions established, BGP neighbours configured); (0, 0) without bgpd."""
@@ -351,6 +350,12 @@ class FrrLab:
 
     def link_down(self, device: str, ifname: str) -> None:
         sh("ip", "-n", self.netns(device), "link", "set", ifname, "down")
+
+
+def _reload_errors(log: str) -> str:
+    """frr-reload.py's complaints, without its INFO log and the command lists it dumps."""
+    lines = [l for l in log.splitlines() if l.strip() and " INFO: " not in l and not l.startswith(("[", " ", "'"))]
+    return "; ".join(lines[-3:])[-300:] or "no message"
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import tempfile
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -27,7 +28,9 @@ def _module():
         raise TargetError(f"{FRR_RELOAD} is missing: install Debian's frr-pythontools (make setup)")
     spec = importlib.util.spec_from_file_location("frr_reload", FRR_RELOAD)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with warnings.catch_warnings():  # its regular expressions are not raw strings
+        warnings.simplefilter("ignore", DeprecationWarning)
+        spec.loader.exec_module(module)
     module.log.setLevel(logging.ERROR)  # it logs every step at INFO
     return module
 
