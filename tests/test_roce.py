@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from loom.checks import Walk, check_deadlock
@@ -99,6 +100,7 @@ def no_lab_left(tag: str) -> bool:
     return tag not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
+@pytest.mark.slow
 def test_live_bgp_plane(tmp_path):
     f = load_fabric(lab_model(tmp_path, "bgp"))
     configs = desired_configs(route(f))
@@ -120,6 +122,7 @@ def test_live_bgp_plane(tmp_path):
     assert no_lab_left(tag)
 
 
+@pytest.mark.slow
 def test_live_static_plane_fib_equals_loom(tmp_path):
     f = load_fabric(lab_model(tmp_path, "static"))
     t = route(f)[0]
