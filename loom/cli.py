@@ -886,7 +886,8 @@ def host_check(model: Path = MODEL_ARG, host: str = typer.Option(..., "--host", 
     raise typer.Exit(1 if problems else 0)
 
 
-sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric (ibsim + OpenSM).")
+sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric: ibsim + OpenSM for InfiniBand, "
+                      "FRR in network namespaces for Ethernet planes.")
 app.add_typer(sim_app, name="sim")
 
 
@@ -920,6 +921,9 @@ def _fail(exc: Exception | str) -> None:
 def sim_up(model: Path = MODEL_ARG) -> None:
     """Start ibsim with the fabric and OpenSM on its SM node; wait for SUBNET UP (idempotent).
     Holds the fabric lock; resolves an interrupted apply first and loads only checked tables.
+    An Ethernet model runs live instead: FRR per switch and every host in network namespaces,
+    switches on the configuration loom applied last (else interfaces only); models too big to
+    run live are refused with the size they need.
 
     Exit 0 up; 1 it did not come up (the message names the log)."""
     from loom.push import audit
@@ -968,7 +972,8 @@ def sim_up(model: Path = MODEL_ARG) -> None:
 @sim_app.command("down")
 def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force",
              help="stop even while an apply (or another lifecycle command) holds the fabric lock")) -> None:
-    """Stop OpenSM and ibsim of the fabric.  Refuses while an apply runs unless --force.
+    """Stop OpenSM and ibsim of the fabric (an Ethernet model's FRR daemons and namespaces).
+    Refuses while an apply runs unless --force.
 
     Exit 0 stopped (or nothing ran); 1 refused (an apply holds the lock)."""
     from loom.push import audit
@@ -999,7 +1004,8 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
 
 @sim_app.command("status")
 def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
-    """Show whether the fabric's ibsim and OpenSM run and the subnet is up. Exit 0 if up."""
+    """Show whether the fabric's ibsim and OpenSM run and the subnet is up (an Ethernet model:
+    whether every FRR daemon and namespace of the live simulation runs). Exit 0 if up."""
     from loom.push.daemon import Daemons
     from loom.push.journal import Journal
     from loom.push.links import links_down
@@ -1128,6 +1134,8 @@ def _print_event(e) -> None:
 def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", help="save the plan here too"),
          target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT) -> None:
     """Route, check, read the live tables (and the standbys' files) and show what apply would change.
+    An Ethernet model: per switch, FRR's diff of the rendered configuration against the running
+    one (vtysh) and the kernel FIB against the routes the model wants.
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
     from loom.push.apply import settle
@@ -1200,6 +1208,8 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
                                          "(by default the model wins over hand edits)")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
     stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM.
+    An Ethernet plan: frr-reload.py per switch, then every BGP session established and every
+    FIB as intended; the previous configurations are reloaded on failure.
 
     Exit 0 applied and verified (or nothing to change); 1 refused or failed (the previous tables are restored); 128+N after signal N."""
     from loom.push.apply import apply_plan
