@@ -78,11 +78,18 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
     """Apply a plan to the target it was made for and verify it by reading back.
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
     d = target_of_plan(plan)
+    return apply_on(d, plan, plan_path, timeout, progress,
+                    lambda context: _apply_locked(plan, d, context, timeout, progress, keep_live))
+
+
+def apply_on(d, plan: dict, plan_path: Path | None, timeout: float, progress,
+             locked: Callable[[dict], ApplyResult]) -> ApplyResult:
+    """Run `locked(context)` on the target a plan was made for, under the fabric lock (see
+    `_under_lock`), then release the target; `context` names the plan in the audit log."""
     context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
                "plan_sha256": _file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
     try:
-        return _under_lock(d, "apply", context, timeout, progress,
-                           lambda: _apply_locked(plan, d, context, timeout, progress, keep_live))
+        return _under_lock(d, "apply", context, timeout, progress, lambda: locked(context))
     finally:
         d.close()  # the target was made for this plan (a watcher keeps its own open across applies)
 

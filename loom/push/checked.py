@@ -74,17 +74,18 @@ def check_state_dir(plan: dict, where: str = "the plan", marker: str = "fabric.n
     return d
 
 
-def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
-    """Raise PlanError with the first reason not to push this plan; else its checked contents."""
-    missing = [k for k in REQUIRED if k not in plan]
+def check_signed(plan: dict, required: tuple[str, ...], where: str) -> None:
+    """PlanError unless the plan has the `required` keys and its own digest matches its content."""
+    missing = [k for k in required if k not in plan]
     if missing:
         raise PlanError(f"{where} lacks {', '.join(missing)}: it was not made by this loom; run `loom plan` again")
     if content_digest(plan) != plan["plan_sha256"]:
         raise PlanError(f"{where} was modified after `loom plan` made it (plan_sha256 does not match its content); "
                         "run `loom plan` again")
-    want = unpack(plan["desired_lfts"])
-    if digest_live(want) != plan["desired_sha256"]:
-        raise PlanError(f"{where}: desired_lfts do not match desired_sha256 (the tables were edited); run `loom plan` again")
+
+
+def checked_model(plan: dict, where: str) -> Fabric:
+    """The plan's model, expanded, if it is unchanged since the plan (its digest) and still valid."""
     model = Path(plan["model"])
     try:
         model_sha = hashlib.sha256(model.read_bytes()).hexdigest()
@@ -93,9 +94,19 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
     if model_sha != plan["model_sha256"]:
         raise PlanError(f"{where}: the model {model} changed since the plan was made; run `loom plan {model}` again")
     try:
-        fabric = load_fabric(model)
+        return load_fabric(model)
     except ModelError as exc:
         raise PlanError(f"{where}: its model {model} is no longer valid ({exc}); run `loom validate {model}`") from None
+
+
+def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
+    """Raise PlanError with the first reason not to push this plan; else its checked contents."""
+    check_signed(plan, REQUIRED, where)
+    want = unpack(plan["desired_lfts"])
+    if digest_live(want) != plan["desired_sha256"]:
+        raise PlanError(f"{where}: desired_lfts do not match desired_sha256 (the tables were edited); run `loom plan` again")
+    model = Path(plan["model"])
+    fabric = checked_model(plan, where)
     try:
         tables = _tables_of(fabric, want, "plan")
     except DumpMismatch as exc:

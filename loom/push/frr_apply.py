@@ -5,7 +5,7 @@
     read back (every BGP session established, every FIB as intended) → records → journal cleared
 
 The skeleton (lock, journal, restore on any failure or SIGINT/SIGTERM, audit) is the
-InfiniBand apply's (`loom.push.apply`: `_under_lock`, `journalled`); only the steps differ.
+InfiniBand apply's (`loom.push.apply`: `apply_on`, `journalled`); only the steps differ.
 A restore reloads each touched switch with the configuration it ran before and checks FRR's
 diff against it is empty again.  `recover` finds this module by the journal's `kind`.
 """
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .apply import ApplyResult, _file_digest, _quiet, _timed, _under_lock, journalled
+from .apply import ApplyResult, _quiet, _timed, apply_on, journalled
 from .errors import PlanError, TargetError
 from .files import write_all_atomic
 from .frr_plan import LAST_APPLIED, Intent, check_frr_plan, frr_has_changes, observe, parallel, read_last, sha
@@ -34,13 +34,8 @@ def apply_frr_plan(plan: dict, plan_path: Path | None = None, timeout: float = 1
     """Apply an Ethernet plan to the target it was made for and verify it by reading back.
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
     d = frr_target_of_plan(plan)
-    context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
-               "plan_sha256": _file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
-    try:
-        return _under_lock(d, "apply", context, timeout, progress,
-                           lambda: _apply_locked(plan, d, context, timeout, progress, keep_live))
-    finally:
-        d.close()
+    return apply_on(d, plan, plan_path, timeout, progress,
+                    lambda context: _apply_locked(plan, d, context, timeout, progress, keep_live))
 
 
 def _apply_locked(plan: dict, d: FrrTarget, context: dict, timeout: float, progress, keep_live: bool) -> ApplyResult:

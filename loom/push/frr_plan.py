@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +25,10 @@ from loom.expand import Fabric
 from loom.render.frr_intent import Fib, desired_configs, expected_fibs, fib_differences, link_prefixes, plane_tables
 
 from . import frr_reload
-from .audit import who
-from .checked import content_digest
+from .checked import check_signed, checked_model, content_digest
 from .errors import PlanError, TargetError
 from .frr_target import FrrTarget
-from .plan import PLAN_VERSION
+from .plan import plan_header
 
 LAST_APPLIED = "last-applied-frr.json"
 TECHNOLOGY = "ethernet"
@@ -114,15 +112,8 @@ def make_frr_plan(model_path: Path, fabric: Fabric, target: FrrTarget) -> dict:
         s["desired"] = intent.configs[name]
     drifted = [n for n, s in switches.items() if s["drift"]]
     plan = {
-        "version": PLAN_VERSION,
+        **plan_header(model_path, fabric, target),
         "technology": TECHNOLOGY,
-        "fabric": fabric.name,
-        "model": str(model_path),
-        "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "user": who()["user"],
-        "state_dir": str(target.dir),
-        "target": target.spec(),
         "drift": (f"the running configuration of {len(drifted)} switch(es) changed since loom applied it "
                   f"(outside loom): {', '.join(drifted[:5])}{' ...' if len(drifted) > 5 else ''}") if drifted else None,
         "changes": summary(switches),
@@ -150,26 +141,9 @@ REQUIRED = ("version", "technology", "fabric", "model", "model_sha256", "state_d
 def check_frr_plan(plan: dict, where: str = "the plan") -> Intent:
     """Raise PlanError with the first reason not to push this plan (not made by loom, edited,
     its model changed, its configurations not the model's); else the model's intent."""
-    from loom.expand import load_fabric
-    from loom.model import ModelError
-
-    missing = [k for k in REQUIRED if k not in plan]
-    if missing:
-        raise PlanError(f"{where} lacks {', '.join(missing)}: it was not made by this loom; run `loom plan` again")
-    if content_digest(plan) != plan["plan_sha256"]:
-        raise PlanError(f"{where} was modified after `loom plan` made it (plan_sha256 does not match its content); "
-                        "run `loom plan` again")
-    model = Path(plan["model"])
-    try:
-        model_sha = hashlib.sha256(model.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise PlanError(f"{where}: cannot read its model {model}: {exc.strerror}; run `loom plan` again") from None
-    if model_sha != plan["model_sha256"]:
-        raise PlanError(f"{where}: the model {model} changed since the plan was made; run `loom plan {model}` again")
-    try:
-        intent = intent_of(load_fabric(model))
-    except ModelError as exc:
-        raise PlanError(f"{where}: its model {model} is no longer valid ({exc}); run `loom validate {model}`") from None
+    check_signed(plan, REQUIRED, where)
+    model = plan["model"]
+    intent = intent_of(checked_model(plan, where))
     wrong = sorted(n for n, s in plan["switches"].items() if intent.configs.get(n) != s.get("desired"))
     if wrong or set(intent.configs) != set(plan["switches"]):
         raise PlanError(f"{where}: the configurations of {', '.join(wrong[:3]) or 'its switches'} are not what "
