@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,26 @@ def test_failed_reload_is_rolled_back(lab, tmp_path, monkeypatch):
     monkeypatch.undo()
     assert loom("apply", "--model", LAB)[0] == 0
     assert plan()[0] == 0
+
+
+@pytest.mark.parametrize("phase", ["reloaded", "verified"])
+def test_killed_apply_is_settled_by_the_next_command(lab, phase):
+    """An apply killed (SIGKILL) after the reloads: the next command restores the previous
+    configuration; killed once verified: it records the apply as done."""
+    assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
+    lab.vtysh("p1-lab-spine0", "configure terminal", "interface lo", "description hand-edit")
+    before = lab.running_config("p1-lab-spine0")
+    assert plan()[0] == 2
+    res = subprocess.run([sys.executable, str(Path(__file__).parent / "apply_with_fault.py"), str(lab.dir / "last-plan.json"),
+                          phase, "KILL"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == -9 and "Traceback" not in res.stderr, res.stderr
+    assert Journal(lab.dir).load()["phase"] == phase
+    code, out = plan()  # the next command takes the lock and settles the journal first
+    assert f"was interrupted after phase '{phase}'" in out, out
+    assert Journal(lab.dir).load() is None
+    if phase == "reloaded":
+        assert "previous configurations of 1 switches restored and verified" in out
+        assert lab.running_config("p1-lab-spine0") == before and code == 2
+        assert loom("apply", "--model", LAB)[0] == 0
+    else:
+        assert "recorded as applied" in out and code == 0, out
