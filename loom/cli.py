@@ -1143,7 +1143,7 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     from loom.push.plan import has_changes, make_plan
 
     if cli_roce.is_ethernet(fabric := _fabric(model)):
-        return cli_roce.plan(model, fabric, out_file, target)
+        return cli_roce.plan(model, fabric, out_file, target, inventory, ssh_config)
     fabric, _ = _phase("route", _routed, model, fabric)  # refuses fabrics no engine can route, before touching the sim
     d = _target(fabric, target, inventory, ssh_config)
     try:

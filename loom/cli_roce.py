@@ -107,21 +107,31 @@ def sim_status(fabric: Fabric, as_json: bool) -> None:
     raise typer.Exit(0 if s["up"] else 1)
 
 
-def plan(model: Path, fabric: Fabric, out_file: Path | None, target: str) -> None:
+def plan(model: Path, fabric: Fabric, out_file: Path | None, target: str, inventory: Path | None,
+         ssh_config: Path | None) -> None:
     from loom.cli import _fail, _phase, _progress, _write
     from loom.push.apply import settle
     from loom.push.errors import PlanError, TargetError
     from loom.push.frr_plan import frr_has_changes, make_frr_plan
+    from loom.push.frr_ssh import FrrSshTarget
     from loom.push.frr_target import FrrSimTarget
 
-    if target != "sim":
-        _fail(f"--target {target}: an Ethernet fabric's plan runs against the live simulation only (--target sim)")
-    d = FrrSimTarget.of(fabric.name)
+    if target not in ("sim", "ssh"):
+        _fail(f"unknown target {target!r}: use --target sim or --target ssh")
     try:
+        d = FrrSimTarget.of(fabric.name) if target == "sim" else FrrSshTarget.from_inventory(
+            fabric, inventory or Path("inventory") / fabric.name, str(ssh_config.resolve()) if ssh_config else None)
+    except PlanError as exc:
+        _fail(exc)
+    try:
+        if d.kind == "ssh":  # the marker `apply` looks for (the simulation's is its frr-lab.json)
+            _write(d.dir / "target.json", json.dumps(d.spec(), indent=1) + "\n")
         settle(d, _progress)
         p = _phase("read switches + render + diff", make_frr_plan, model, fabric, d)
     except (PlanError, TargetError) as exc:
         _fail(exc)
+    finally:
+        d.close()
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
     print_plan(p, out_file or d.dir / "last-plan.json")

@@ -136,3 +136,29 @@ def test_killed_apply_is_settled_by_the_next_command(lab, phase):
         assert loom("apply", "--model", LAB)[0] == 0
     else:
         assert "recorded as applied" in out and code == 0, out
+
+
+def test_ssh_target_plans_and_applies_on_the_switches(lab, tmp_path, monkeypatch):
+    """The same plan and apply through the SSH target: each switch an ssh host (the lab's FRR
+    behind one sshd on 127.0.0.1, tests/frrsshd.py), vtysh and frr-reload.py run over ssh."""
+    from .frrsshd import SwitchesOverSsh
+
+    assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
+    monkeypatch.setenv("LOOM_SSH_STATE_DIR", str(tmp_path / "ssh-state"))
+    with SwitchesOverSsh(lab, tmp_path / "sshd") as ssh:
+        via_ssh = ("--target", "ssh", "--inventory", str(ssh.inventory), "--ssh-config", str(ssh.ssh_config))
+        lab.vtysh("p0-lab-leaf2", "configure terminal", "interface lo", "description hand-edit")
+        code, out = plan(*via_ssh)
+        assert code == 2, out
+        p = json.loads((tmp_path / "ssh-state" / "roce-lab" / "last-plan.json").read_text())
+        assert p["target"]["kind"] == "ssh" and len(p["target"]["switches"]) == 24
+        assert any("hand-edit" in l for l in p["switches"]["p0-lab-leaf2"]["changes"])
+        code, out = loom("apply", "--model", LAB, "--target", "ssh")
+        assert code == 0 and "every FIB as intended" in out, out
+        assert "hand-edit" not in lab.running_config("p0-lab-leaf2")
+        code, out = plan(*via_ssh)
+        assert code == 0 and "No changes." in out, out
+        key = ssh.key.read_text()
+        for f in (tmp_path / "ssh-state" / "roce-lab").iterdir():
+            if f.is_file():
+                assert str(ssh.key) not in f.read_text() and key not in f.read_text()

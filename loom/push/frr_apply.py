@@ -67,8 +67,9 @@ def _apply_locked(plan: dict, d: FrrTarget, context: dict, timeout: float, progr
         journal.mark("verified", last=last)
         finish(d, journal.load(), journal)
         established = sum(s["sessions"][0] for s in last.values())
+        bgp = f"{established} BGP sessions established, " if established else ""
         return ApplyResult(True, f"applied and verified: {lines} configuration lines on {len(touched)} switches; "
-                           f"{established} BGP sessions established, every FIB as intended", phases, lines)
+                           f"{bgp}every FIB as intended", phases, lines)
 
     record = {**context, "kind": "frr", "model": plan["model"], "touched": touched,
               "previous": {n: pack(running[n]) for n in touched}, "desired": {n: pack(intent.configs[n]) for n in names}}

@@ -328,21 +328,11 @@ class FrrLab:
         """(BGP sessions established, BGP neighbours configured); (0, 0) without bgpd."""
         if "bgpd" not in " ".join(self.state.get("daemons", {}).get(device, [])):
             return 0, 0
-        data = json.loads(self.vtysh(device, "show bgp summary json", daemon="bgpd") or "{}")
-        peers = data.get("ipv4Unicast", {}).get("peers", {})
-        return sum(1 for p in peers.values() if p.get("state") == "Established"), len(peers)
+        return bgp_sessions(self.vtysh(device, "show bgp summary json", daemon="bgpd"))
 
     def fib(self, device: str) -> dict[str, set[str]]:
         """Kernel routes of a namespace: prefix → set of next-hop gateways (connected routes left out)."""
-        out = {}
-        for r in json.loads(sh("ip", "-n", self.netns(device), "-j", "route").stdout or "[]"):
-            dst = r["dst"] if "/" in r["dst"] or r["dst"] == "default" else r["dst"] + "/32"
-            gws = {h["gateway"] for h in r.get("nexthops", []) if "gateway" in h}
-            if "gateway" in r:
-                gws.add(r["gateway"])
-            if gws:
-                out[dst] = gws
-        return out
+        return kernel_routes(sh("ip", "-n", self.netns(device), "-j", "route").stdout)
 
     def ping(self, src_node: str, src_addr: str, dst_addr: str) -> bool:
         res = sh("ip", "netns", "exec", self.netns(src_node), "ping", "-c", "1", "-W", "1", "-I", src_addr, dst_addr, check=False)
@@ -350,6 +340,29 @@ class FrrLab:
 
     def link_down(self, device: str, ifname: str) -> None:
         sh("ip", "-n", self.netns(device), "link", "set", ifname, "down")
+
+
+def bgp_sessions(summary_json: str) -> tuple[int, int]:
+    """(established, configured) from `show bgp summary json`."""
+    try:
+        data = json.loads(summary_json or "{}")
+    except json.JSONDecodeError:
+        raise TargetError(f"`show bgp summary json` printed no JSON: {summary_json[:100]!r}") from None
+    peers = data.get("ipv4Unicast", {}).get("peers", {})
+    return sum(1 for p in peers.values() if p.get("state") == "Established"), len(peers)
+
+
+def kernel_routes(route_json: str) -> dict[str, set[str]]:
+    """prefix → next-hop gateways from `ip -j route` (connected routes, without a gateway, left out)."""
+    out = {}
+    for r in json.loads(route_json or "[]"):
+        dst = r["dst"] if "/" in r["dst"] or r["dst"] == "default" else r["dst"] + "/32"
+        gws = {h["gateway"] for h in r.get("nexthops", []) if "gateway" in h}
+        if "gateway" in r:
+            gws.add(r["gateway"])
+        if gws:
+            out[dst] = gws
+    return out
 
 
 def _reload_errors(log: str) -> str:

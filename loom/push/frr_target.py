@@ -3,6 +3,7 @@ interface (`FrrTarget`), like `loom.push.target` for InfiniBand subnet managers;
 change *is* (`loom.push.frr_plan`) never depends on where it goes.
 
     sim   the live simulation (`loom sim up` on an Ethernet model; `FrrSimTarget`, this module)
+    ssh   the switches' FRR over SSH, the inventory's `frr_switches` (`loom.push.frr_ssh`)
 
 A target answers per switch: its running configuration, its kernel FIB, its BGP sessions, and
 a reload with FRR's own `frr-reload.py`.  The local state directory `dir` holds the fabric
@@ -112,11 +113,16 @@ class FrrSimTarget:
         pass  # nothing held open: the daemons outlive every command
 
 
-def frr_target_of_plan(plan: dict, where: str = "the plan") -> FrrSimTarget:
+def frr_target_of_plan(plan: dict, where: str = "the plan") -> FrrTarget:
     """The target an Ethernet plan was made for."""
     from .checked import check_state_dir
 
     spec = plan.get("target") or {}
-    if isinstance(spec, dict) and spec.get("kind") == "sim":
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind == "sim":
         return FrrSimTarget(FrrLab(check_state_dir(plan, where, marker=STATE)))
-    raise PlanError(f"{where}: unknown target {spec!r} for an Ethernet fabric (known: sim); run `loom plan` again")
+    if kind == "ssh":
+        from .frr_ssh import FrrSshTarget
+
+        return FrrSshTarget.from_spec(spec, check_state_dir(plan, where, marker="target.json"), where)
+    raise PlanError(f"{where}: unknown target {kind!r} for an Ethernet fabric (known: sim, ssh); run `loom plan` again")
