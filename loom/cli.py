@@ -189,7 +189,8 @@ def _route(model: Path, engine: str, fabric: Fabric | None = None):
 ENGINE_OPT = typer.Option("auto", "--engine", help="routing engine: fattree, bigraph, or auto (by the zones' kind)")
 
 TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
-                          "hosts of the inventory's `subnet_managers` group (docs/targets.md)")
+                          "hosts of the inventory's `subnet_managers` group (an Ethernet fabric: its switches, "
+                          "the `frr_switches` group) (docs/targets.md)")
 INVENTORY_OPT = typer.Option(None, "--inventory", help="with --target ssh: inventory directory (default inventory/<fabric>)")
 SSH_CONFIG_OPT = typer.Option(None, "--ssh-config", help="with --target ssh: an ssh_config file (default: the user's)")
 
