@@ -63,7 +63,7 @@ def _apply_locked(plan: dict, d: FrrTarget, context: dict, timeout: float, progr
         _timed(phases, "reload", parallel, lambda n: d.reload(n, intent.configs[n]), touched)
         journal.mark("reloaded")
         progress("reading back: BGP sessions and kernel FIBs of every switch")
-        last = _timed(phases, "read back", verify, d, intent, read_last(d.dir), timeout)
+        last = _timed(phases, "read back", verify, d, intent, read_last(d.dir), touched, timeout)
         journal.mark("verified", last=last)
         finish(d, journal.load(), journal)
         established = sum(s["sessions"][0] for s in last.values())
@@ -77,12 +77,13 @@ def _apply_locked(plan: dict, d: FrrTarget, context: dict, timeout: float, progr
                       progress, phases)
 
 
-def verify(d: FrrTarget, intent: Intent, last: dict, timeout: float) -> dict:
+def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout: float) -> dict:
     """Wait until every switch has all its BGP sessions established and holds the intended FIB
     (the functional read-back); return the new records (`last-applied-frr.json`), with the
     lines FRR's diff still reports once the switch runs its configuration (`residual`, see
-    `loom.push.frr_plan`; kept visible in that file).  TargetError naming the first switch
-    that did not get there within `timeout`."""
+    `loom.push.frr_plan`; kept visible in that file) — measured on the `touched` switches and
+    on those without a record, so a switch edited by hand meanwhile never has its edit recorded
+    as residual.  TargetError naming the first switch that did not get there within `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
         seen = observe(d, intent, {})
@@ -96,6 +97,8 @@ def verify(d: FrrTarget, intent: Intent, last: dict, timeout: float) -> dict:
                           f"{name}: {why}")
     previous = dict(last)
     for n, s in seen.items():
+        if n not in touched and n in last:
+            continue
         residual = s["changes"]  # what FRR still reports once the switch runs the configuration
         previous[n] = {"desired_sha256": s["desired_sha256"], "running_sha256": s["running_sha256"],
                        "residual": residual, "sessions": s["sessions"]}
