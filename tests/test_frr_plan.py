@@ -143,6 +143,11 @@ def test_plan_checks_refuse_edits_and_a_changed_model(tmp_path):
     edited["plan_sha256"] = content_digest(edited)  # re-signed by hand: still not what the model renders
     with pytest.raises(PlanError, match="lab-leaf1 are not what"):
         check_frr_plan(edited)
+    for broken in ({"switches": []}, {"switches": {"lab-leaf1": {"desired": 1}}}, {"changes": {"switches_touched": 0}}):
+        edited = {**json.loads(json.dumps(p)), **broken}
+        edited["plan_sha256"] = content_digest(edited)
+        with pytest.raises(PlanError, match="run `loom plan` again"):
+            check_frr_plan(edited)
     model.write_text(SMALL.read_text() + "\n# edited\n")
     with pytest.raises(PlanError, match="changed since the plan"):
         check_frr_plan(p)

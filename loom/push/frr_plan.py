@@ -142,6 +142,7 @@ def check_frr_plan(plan: dict, where: str = "the plan") -> Intent:
     """Raise PlanError with the first reason not to push this plan (not made by loom, edited,
     its model changed, its configurations not the model's); else the model's intent."""
     check_signed(plan, REQUIRED, where)
+    _check_shape(plan, where)
     model = plan["model"]
     intent = intent_of(checked_model(plan, where))
     wrong = sorted(n for n, s in plan["switches"].items() if intent.configs.get(n) != s.get("desired"))
@@ -149,3 +150,25 @@ def check_frr_plan(plan: dict, where: str = "the plan") -> Intent:
         raise PlanError(f"{where}: the configurations of {', '.join(wrong[:3]) or 'its switches'} are not what "
                         f"{model} renders; run `loom plan` again")
     return intent
+
+
+SWITCH_KEYS = {"desired": str, "desired_sha256": str, "running_sha256": str, "changes": list, "fib": list,
+               "sessions": list, "drift": bool}
+
+
+def _check_shape(plan: dict, where: str) -> None:
+    """A plan signed again by hand may hold anything: every switch record must have its keys
+    with their types, and the summary must be the switches' own."""
+    sw = plan["switches"]
+    bad = None
+    if not isinstance(sw, dict) or not sw:
+        bad = "switches is not a mapping of switch records"
+    else:
+        for name, rec in sw.items():
+            if not isinstance(rec, dict) or any(not isinstance(rec.get(k), t) for k, t in SWITCH_KEYS.items()):
+                bad = f"the record of switch {name!r} lacks or mistypes one of {', '.join(SWITCH_KEYS)}"
+                break
+    if bad is None and plan["changes"] != summary(sw):
+        bad = "its change summary is not the one of its switches"
+    if bad:
+        raise PlanError(f"{where}: {bad}; run `loom plan` again")

@@ -82,6 +82,8 @@ class FrrSimTarget:
         return f"the live simulation in {self.dir}"
 
     def health(self) -> None:
+        if not self.lab.state:
+            raise LabError(f"the live simulation is not running (nothing recorded in {self.dir}); `loom sim up` starts it")
         dead = self.lab.dead()
         if dead:
             raise LabError(f"the live simulation is not up ({', '.join(dead[:3])}{' ...' if len(dead) > 3 else ''} "
