@@ -1139,27 +1139,34 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     one (vtysh) and the kernel FIB against the routes the model wants.
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
-    from loom.push.apply import settle
-    from loom.push.errors import PlanError, TargetError
     from loom.push.plan import has_changes, make_plan
 
     if cli_roce.is_ethernet(fabric := _fabric(model)):
         return cli_roce.plan(model, fabric, out_file, target, inventory, ssh_config)
     fabric, _ = _phase("route", _routed, model, fabric)  # refuses fabrics no engine can route, before touching the sim
-    d = _target(fabric, target, inventory, ssh_config)
+    _plan_on(_target(fabric, target, inventory, ssh_config), model, fabric, out_file,
+             "read live + route + check + diff", make_plan, _print_plan, has_changes)
+
+
+def _plan_on(d, model: Path, fabric: Fabric, out_file: Path | None, label: str, make, show, changed) -> None:
+    """Settle an interrupted apply, make the plan (`make(model, fabric, d)`), save it in the
+    target's state directory (and --out), show it; exit 2 if `changed(plan)`, else 0."""
+    from loom.push.apply import settle
+    from loom.push.errors import PlanError, TargetError
+
     try:
-        if d.kind != "sim":  # the marker `apply` looks for (the simulation's is its fabric.net)
+        if d.kind != "sim":  # the marker `apply` looks for (the simulations' are their fabric.net, frr-lab.json)
             _write(d.dir / "target.json", json.dumps(d.spec(), indent=1) + "\n")
         settle(d, _progress)
-        p = _phase("read live + route + check + diff", make_plan, model, fabric, d)
+        p = _phase(label, make, model, fabric, d)
     except (PlanError, TargetError) as exc:
         _fail(exc)
     finally:
         d.close()
     for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
         _write(path, json.dumps(p, indent=1) + "\n")
-    _print_plan(p, out_file or d.dir / "last-plan.json")
-    raise typer.Exit(2 if has_changes(p) else 0)
+    show(p, out_file or d.dir / "last-plan.json")
+    raise typer.Exit(2 if changed(p) else 0)
 
 
 def _print_plan(p: dict, saved: Path) -> None:

@@ -109,9 +109,8 @@ def sim_status(fabric: Fabric, as_json: bool) -> None:
 
 def plan(model: Path, fabric: Fabric, out_file: Path | None, target: str, inventory: Path | None,
          ssh_config: Path | None) -> None:
-    from loom.cli import _fail, _phase, _progress, _write
-    from loom.push.apply import settle
-    from loom.push.errors import PlanError, TargetError
+    from loom.cli import _fail, _plan_on
+    from loom.push.errors import PlanError
     from loom.push.frr_plan import frr_has_changes, make_frr_plan
     from loom.push.frr_ssh import FrrSshTarget
     from loom.push.frr_target import FrrSimTarget
@@ -123,19 +122,7 @@ def plan(model: Path, fabric: Fabric, out_file: Path | None, target: str, invent
             fabric, inventory or Path("inventory") / fabric.name, str(ssh_config.resolve()) if ssh_config else None)
     except PlanError as exc:
         _fail(exc)
-    try:
-        if d.kind == "ssh":  # the marker `apply` looks for (the simulation's is its frr-lab.json)
-            _write(d.dir / "target.json", json.dumps(d.spec(), indent=1) + "\n")
-        settle(d, _progress)
-        p = _phase("read switches + render + diff", make_frr_plan, model, fabric, d)
-    except (PlanError, TargetError) as exc:
-        _fail(exc)
-    finally:
-        d.close()
-    for path in [d.dir / "last-plan.json"] + ([out_file] if out_file else []):
-        _write(path, json.dumps(p, indent=1) + "\n")
-    print_plan(p, out_file or d.dir / "last-plan.json")
-    raise typer.Exit(2 if frr_has_changes(p) else 0)
+    _plan_on(d, model, fabric, out_file, "read switches + render + diff", make_frr_plan, print_plan, frr_has_changes)
 
 
 def print_plan(p: dict, saved: Path) -> None:

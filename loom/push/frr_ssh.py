@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import atexit
 import shlex
-import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +30,7 @@ from .files import remove_temps
 from .frr_lab import bgp_sessions, kernel_routes
 from .frr_plan import parallel
 from .inventory import _yaml
-from .ssh import Connection, SshError, _clean, state_dir
+from .ssh import Connection, SshError, _clean, close_all, state_dir
 
 GROUP = "frr_switches"
 RELOAD = "/usr/lib/frr/frr-reload.py"
@@ -155,10 +153,4 @@ class FrrSshTarget:
             remove_temps(self.dir)
 
     def close(self) -> None:
-        if self._control.exists():
-            for c in self._conns.values():
-                try:
-                    c.close()
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-            shutil.rmtree(self._control, ignore_errors=True)
+        close_all(self._conns.values(), self._control)
