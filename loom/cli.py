@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from loom.cli_options import FORMAT_OPT, JSON_OPT, MODEL_ARG, format_of, json_wanted
+from loom import cli_roce
 from loom.expand import Fabric, load_fabric
 from loom.model import ModelError
 
@@ -165,6 +166,7 @@ def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--ou
 
 
 def _route(model: Path, engine: str, fabric: Fabric | None = None):
+    """The model's fabric (loaded unless given) and its routing tables per plane."""
     from loom.routing import RoutingError, get_engine, route
 
     try:
@@ -182,7 +184,8 @@ def _route(model: Path, engine: str, fabric: Fabric | None = None):
 ENGINE_OPT = typer.Option("auto", "--engine", help="routing engine: fattree, bigraph, or auto (by the zones' kind)")
 
 TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
-                          "hosts of the inventory's `subnet_managers` group (docs/targets.md)")
+                          "hosts of the inventory's `subnet_managers` group (an Ethernet fabric: its switches, "
+                          "the `frr_switches` group) (docs/targets.md)")
 INVENTORY_OPT = typer.Option(None, "--inventory", help="with --target ssh: inventory directory (default inventory/<fabric>)")
 SSH_CONFIG_OPT = typer.Option(None, "--ssh-config", help="with --target ssh: an ssh_config file (default: the user's)")
 
@@ -821,13 +824,14 @@ def host_check(model: Path = MODEL_ARG, host: str = typer.Option(..., "--host", 
     raise typer.Exit(1 if problems else 0)
 
 
-sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric (ibsim + OpenSM).")
+sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric: ibsim + OpenSM for InfiniBand, "
+                      "FRR in network namespaces for Ethernet planes.")
 app.add_typer(sim_app, name="sim")
 
 
-def _routed(model: Path):
+def _routed(model: Path, fabric: Fabric | None = None):
     """Fabric and plane-0 tables, for the simulated fabric (one InfiniBand subnet)."""
-    fabric, tables = _route(model, "fattree")
+    fabric, tables = _route(model, "fattree", fabric)
     return fabric, tables[0]
 
 
@@ -858,6 +862,9 @@ def _fail(exc: Exception | str) -> None:
 def sim_up(model: Path = MODEL_ARG) -> None:
     """Start ibsim with the fabric and OpenSM on its SM node; wait for SUBNET UP (idempotent).
     Holds the fabric lock; resolves an interrupted apply first and loads only checked tables.
+    An Ethernet model runs live instead: FRR per switch and every host in network namespaces,
+    switches on the configuration loom applied last (else interfaces only); models too big to
+    run live are refused with the size they need.
 
     Exit 0 up; 1 it did not come up (the message names the log)."""
     from loom.push import audit
@@ -871,7 +878,9 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     from loom.qos.render import opensm_qos_conf
     from loom.render.opensm import guid2lid
 
-    fabric, tables = _phase("route", _routed, model)
+    if cli_roce.is_ethernet(fabric := _fabric(model)):
+        return cli_roce.sim_up(fabric)
+    fabric, tables = _phase("route", _routed, model, fabric)
     d = Daemons.of(fabric.name)
     qos = plan_qos(fabric.model)
     conf = opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n"
@@ -904,7 +913,8 @@ def sim_up(model: Path = MODEL_ARG) -> None:
 @sim_app.command("down")
 def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force",
              help="stop even while an apply (or another lifecycle command) holds the fabric lock")) -> None:
-    """Stop OpenSM and ibsim of the fabric.  Refuses while an apply runs unless --force.
+    """Stop OpenSM and ibsim of the fabric (an Ethernet model's FRR daemons and namespaces).
+    Refuses while an apply runs unless --force.
 
     Exit 0 stopped (or nothing ran); 1 refused (an apply holds the lock)."""
     from loom.push import audit
@@ -913,7 +923,9 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
     from loom.push.errors import PlanError
     from loom.push.target import SimTarget
 
-    d = Daemons.of(_fabric(model).name)
+    if cli_roce.is_ethernet(fabric := _fabric(model)):
+        return cli_roce.sim_down(fabric, force)
+    d = Daemons.of(fabric.name)
     lock = None
     try:
         lock = take_lock(d, "sim down", _progress)
@@ -933,14 +945,17 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
 
 @sim_app.command("status")
 def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
-    """Show whether the fabric's ibsim and OpenSM run and the subnet is up. Exit 0 if up."""
+    """Show whether the fabric's ibsim and OpenSM run and the subnet is up (an Ethernet model:
+    whether every FRR daemon and namespace of the live simulation runs). Exit 0 if up."""
     from loom.push.daemon import Daemons
     from loom.push.journal import Journal
     from loom.push.links import links_down
     from loom.push.lock import is_free
 
     as_json = json_wanted(fmt, as_json)
-    d = Daemons.of(_fabric(model).name)
+    if cli_roce.is_ethernet(fabric := _fabric(model)):
+        return cli_roce.sim_status(fabric, as_json)
+    d = Daemons.of(fabric.name)
     s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
          "links_down": links_down(d.dir)}
     if as_json:
@@ -1062,21 +1077,34 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
          fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
     """Route, check, read the live tables (and the standbys' files) and show what apply would change
     (`--format json`: the plan without its tables, as `loom show PLAN --format json` prints it).
+    An Ethernet model: per switch, FRR's diff of the rendered configuration against the running
+    one (vtysh) and the kernel FIB against the routes the model wants.
 
     Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
-    from loom.push.apply import settle
-    from loom.push.errors import PlanError, TargetError
-    from loom.push.packing import plan_json
     from loom.push.plan import has_changes, make_plan
 
     as_json = json_wanted(fmt, as_json)
-    fabric, _ = _phase("route", _routed, model)  # refuses fabrics no engine can route, before touching the sim
-    d = _target(fabric, target, inventory, ssh_config)
+    if cli_roce.is_ethernet(fabric := _fabric(model)):
+        return cli_roce.plan(model, fabric, out_file, target, inventory, ssh_config, as_json)
+    fabric, _ = _phase("route", _routed, model, fabric)  # refuses fabrics no engine can route, before touching the sim
+    _plan_on(_target(fabric, target, inventory, ssh_config), model, fabric, out_file,
+             "read live + route + check + diff", make_plan, _print_plan, has_changes, as_json)
+
+
+def _plan_on(d, model: Path, fabric: Fabric, out_file: Path | None, label: str, make, show, changed,
+             as_json: bool = False) -> None:
+    """Settle an interrupted apply, make the plan (`make(model, fabric, d)`), save it in the
+    target's state directory (and --out), show it (`as_json`: its summary without the tables);
+    exit 2 if `changed(plan)`, else 0."""
+    from loom.push.apply import settle
+    from loom.push.errors import PlanError, TargetError
+    from loom.push.packing import plan_json
+
     try:
-        if d.kind != "sim":  # the marker `apply` looks for (the simulation's is its fabric.net)
+        if d.kind != "sim":  # the marker `apply` looks for (the simulations' are their fabric.net, frr-lab.json)
             _write(d.dir / "target.json", json.dumps(d.spec(), indent=1) + "\n")
         settle(d, _progress)
-        p = _phase("read live + route + check + diff", make_plan, model, fabric, d)
+        p = _phase(label, make, model, fabric, d)
     except (PlanError, TargetError) as exc:
         _fail(exc)
     finally:
@@ -1088,8 +1116,8 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
 
         sys.stdout.write(summary_json(p, entries=False))
     else:
-        _print_plan(p, out_file or d.dir / "last-plan.json")
-    raise typer.Exit(2 if has_changes(p) else 0)
+        show(p, out_file or d.dir / "last-plan.json")
+    raise typer.Exit(2 if changed(p) else 0)
 
 
 def _print_plan(p: dict, saved: Path) -> None:
@@ -1159,6 +1187,8 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
                                          "(by default the model wins over hand edits)")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
     stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM.
+    An Ethernet plan: frr-reload.py per switch, then every BGP session established and every
+    FIB as intended; the previous configurations are reloaded on failure.
 
     Exit 0 applied and verified (or nothing to change); 1 refused or failed (the previous tables are restored); 128+N after signal N."""
     from loom.push.apply import apply_plan
@@ -1175,6 +1205,8 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
         plan_file = (ssh_state_dir if target == "ssh" else state_dir)(_fabric(model).name) / "last-plan.json"
     try:
         p = read_plan(plan_file)
+        if p.get("technology") == "ethernet":  # a plan of FRR configurations (loom.push.frr_apply)
+            from loom.push.frr_apply import apply_frr_plan as apply_plan  # noqa: F811
         with bars(err):
             res = apply_plan(p, plan_file, progress=_progress, keep_live=keep_live)
     except (PlanError, TargetError) as exc:

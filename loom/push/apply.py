@@ -78,11 +78,18 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
     """Apply a plan to the target it was made for and verify it by reading back.
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
     d = target_of_plan(plan)
+    return apply_on(d, plan, plan_path, timeout, progress,
+                    lambda context: _apply_locked(plan, d, context, timeout, progress, keep_live))
+
+
+def apply_on(d, plan: dict, plan_path: Path | None, timeout: float, progress,
+             locked: Callable[[dict], ApplyResult]) -> ApplyResult:
+    """Run `locked(context)` on the target a plan was made for, under the fabric lock (see
+    `_under_lock`), then release the target; `context` names the plan in the audit log."""
     context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
                "plan_sha256": _file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
     try:
-        return _under_lock(d, "apply", context, timeout, progress,
-                           lambda: _apply_locked(plan, d, context, timeout, progress, keep_live))
+        return _under_lock(d, "apply", context, timeout, progress, lambda: locked(context))
     finally:
         d.close()  # the target was made for this plan (a watcher keeps its own open across applies)
 
@@ -228,19 +235,35 @@ class Change:
     reload: bool = False  # only the LFT file changes: OpenSM re-reads it (SIGHUP) instead of restarting
 
 
-def _push_verified(d: Target, change: Change, previous: dict[str, str | None], record: dict, timeout: float,
-                   progress, phases: dict) -> ApplyResult:
-    """Journal the intent (with what undoes it), write, push, read back, verify; on any failure
-    restore the previous inputs and verify them.  The caller holds the fabric lock."""
+def journalled(d, record: dict, work: Callable[[Journal], ApplyResult], undo: Callable[[dict], tuple[bool, str]],
+               what: str, progress, phases: dict) -> ApplyResult:
+    """The skeleton of every apply, whatever it writes: journal the intent (`record` holds what
+    undoes it), run `work`; on any failure — a target error, a full disk, SIGINT/SIGTERM — run
+    `undo` on the journal (a second signal ignored meanwhile) and audit it.  The caller holds the
+    fabric lock; `work` marks the journal's phases and clears it once verified and recorded."""
     journal = Journal(d.dir)
     try:
-        journal.begin({**record, "pid": audit.who()["pid"], "in_service": change.in_service,
-                       "previous_files": {k: pack(v) if v is not None else None for k, v in previous.items()},
-                       "restore_conf": change.restore_conf})
+        journal.begin({**record, "pid": audit.who()["pid"]})
     except OSError as exc:
         raise _nothing_written(d, exc) from None
     context = {k: record.get(k) for k in ("fabric", "plan", "plan_sha256", "model_sha256") if k in record}
     try:
+        return work(journal)
+    except (TargetError, OSError, Interrupted) as exc:
+        with _signals_ignored():
+            progress(f"apply failed ({_reason(exc)}); restoring {what}")
+            ok, restored = _timed(phases, "restore", undo, journal.load())
+        audit.record(d.dir, "restore", ok=ok, outcome=restored, cause=_reason(exc), **context)
+        if isinstance(exc, Interrupted):
+            raise Interrupted(exc.signum, restored) from None
+        return ApplyResult(False, f"apply failed: {_reason(exc)}; {restored}", phases)
+
+
+def _push_verified(d: Target, change: Change, previous: dict[str, str | None], record: dict, timeout: float,
+                   progress, phases: dict) -> ApplyResult:
+    """Write, push, read back, verify (`journalled`: on any failure the previous inputs are
+    restored and verified).  The caller holds the fabric lock."""
+    def work(journal: Journal) -> ApplyResult:
         conf_changes = change.files.get("conf", previous.get("conf")) != previous.get("conf")
         progress(f"writing {change.entries} changed entries{' and the QoS options' if conf_changes else ''}")
         try:
@@ -276,17 +299,13 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
         d.health()  # OpenSM must still run once verified, not only while it was read
         journal.mark("verified", live_sha256=digest_live(back), qos_sha256=digest(qos_back) if qos_back else None)
         _finish(d, journal.load(), journal)
-    except (TargetError, OSError, Interrupted) as exc:
-        with _signals_ignored():
-            progress(f"apply failed ({_reason(exc)}); restoring the previous tables")
-            ok, restored = _timed(phases, "restore", _restore, d, journal.load(), timeout)
-        audit.record(d.dir, "restore", ok=ok, outcome=restored, cause=_reason(exc), **context)
-        if isinstance(exc, Interrupted):
-            raise Interrupted(exc.signum, restored) from None
-        return ApplyResult(False, f"apply failed: {_reason(exc)}; {restored}", phases)
-    ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
-    return ApplyResult(True, f"applied and verified: {change.entries} entries on {change.switches} switches{ports}",
-                       phases, change.entries)
+        ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
+        return ApplyResult(True, f"applied and verified: {change.entries} entries on {change.switches} switches{ports}",
+                           phases, change.entries)
+
+    record = {**record, "in_service": change.in_service, "restore_conf": change.restore_conf,
+              "previous_files": {k: pack(v) if v is not None else None for k, v in previous.items()}}
+    return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases)
 
 
 def _expect(in_service: list[int] | None) -> int | None:
@@ -359,12 +378,15 @@ def recover(d: Target, timeout: float = 180, progress: Callable[[str], None] = _
     j = journal.load()
     if j is None:
         return None
+    finish, restore = _finish, _restore
+    if j.get("kind") == "frr":  # an Ethernet fabric's apply (FRR configurations, not tables)
+        from .frr_apply import finish, restore
     if j["phase"] == "verified":
-        _finish(d, j, journal)
-        ok, outcome = True, "its tables had been verified: recorded as applied"
+        finish(d, j, journal)
+        ok, outcome = True, "its changes had been verified: recorded as applied"
     else:
         with _signals_ignored():
-            ok, outcome = _restore(d, j, timeout)
+            ok, outcome = restore(d, j, timeout)
     message = f"an apply (pid {j.get('pid')}) was interrupted after phase '{j['phase']}': {outcome}"
     progress(message)
     audit.record(d.dir, "interrupted apply resolved", ok=ok, outcome=outcome, interrupted_pid=j.get("pid"),

@@ -63,30 +63,30 @@ class CheckedPlan:
 
 def check_state_dir(plan: dict, where: str = "the plan", marker: str = "fabric.net") -> Path:
     """The plan's state directory, if it is one loom made for the plan's fabric (a directory
-    named after it holding `marker`: `fabric.net` written by `loom sim up`, or the SSH target's
-    `target.json` written by `loom plan`); apply writes its lock and journal there, so a plan
+    named after it holding `marker`: `fabric.net` (`frr-lab.json` for an Ethernet fabric) written
+    by `loom sim up`, or the SSH target's `target.json` written by `loom plan`); apply writes its lock and journal there, so a plan
     edited to name any other directory is refused before anything is written."""
     raw = plan.get("state_dir")
     d = Path(raw).resolve() if isinstance(raw, str) and raw and "\x00" not in raw else None
     if d is None or d.name != plan.get("fabric") or not d.is_dir() or not (d / marker).is_file():
-        what = "the simulated fabric" if marker == "fabric.net" else "the SSH target's state"
+        what = "the SSH target's state" if marker == "target.json" else "the simulated fabric"
         raise PlanError(f"{where}: its state_dir {raw!r} is not {what} of {plan.get('fabric')!r} "
                         f"(no {marker} written by loom there); run `loom plan` again")
     return d
 
 
-def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
-    """Raise PlanError with the first reason not to push this plan; else its checked contents."""
-    missing = [k for k in REQUIRED if k not in plan]
+def check_signed(plan: dict, required: tuple[str, ...], where: str) -> None:
+    """PlanError unless the plan has the `required` keys and its own digest matches its content."""
+    missing = [k for k in required if k not in plan]
     if missing:
         raise PlanError(f"{where} lacks {', '.join(missing)}: it was not made by this loom; run `loom plan` again")
     if content_digest(plan) != plan["plan_sha256"]:
         raise PlanError(f"{where} was modified after `loom plan` made it (plan_sha256 does not match its content); "
                         "run `loom plan` again")
-    want = rows_text(plan["desired_lfts"], where, "desired_lfts")
-    previous = rows_text(plan["previous_lfts"], where, "previous_lfts")
-    if digest_live(want) != plan["desired_sha256"]:
-        raise PlanError(f"{where}: desired_lfts do not match desired_sha256 (the tables were edited); run `loom plan` again")
+
+
+def checked_model(plan: dict, where: str) -> Fabric:
+    """The plan's model, expanded, if it is unchanged since the plan (its digest) and still valid."""
     model = Path(plan["model"])
     try:
         model_sha = hashlib.sha256(model.read_bytes()).hexdigest()
@@ -95,9 +95,20 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
     if model_sha != plan["model_sha256"]:
         raise PlanError(f"{where}: the model {model} changed since the plan was made; run `loom plan {model}` again")
     try:
-        fabric = load_fabric(model)
+        return load_fabric(model)
     except ModelError as exc:
         raise PlanError(f"{where}: its model {model} is no longer valid ({exc}); run `loom validate {model}`") from None
+
+
+def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
+    """Raise PlanError with the first reason not to push this plan; else its checked contents."""
+    check_signed(plan, REQUIRED, where)
+    want = rows_text(plan["desired_lfts"], where, "desired_lfts")
+    previous = rows_text(plan["previous_lfts"], where, "previous_lfts")
+    if digest_live(want) != plan["desired_sha256"]:
+        raise PlanError(f"{where}: desired_lfts do not match desired_sha256 (the tables were edited); run `loom plan` again")
+    model = Path(plan["model"])
+    fabric = checked_model(plan, where)
     try:
         tables = _tables_of(fabric, want, "plan")
     except DumpMismatch as exc:

@@ -111,14 +111,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         drift.append(f"{len(standbys)} standby subnet manager(s) hold other input files than the master "
                      f"(a failover would serve other tables): {standbys[0]}")
     plan = {
-        "version": PLAN_VERSION,
-        "fabric": fabric.name,
-        "model": str(model_path),
-        "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "user": who()["user"],
-        "state_dir": str(target.dir),
-        "target": target.spec(),
+        **plan_header(model_path, fabric, target),
         "live_sha256": live_sha,
         "desired_sha256": digest_live(want_text),
         "drift": "; ".join(drift) or None,
@@ -132,6 +125,15 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         "guid2lid": guid2lid(tables),
     }
     return {**plan, "plan_sha256": content_digest(plan)}
+
+
+def plan_header(model_path: Path, fabric: Fabric, target) -> dict:
+    """What every plan starts with: its version, fabric, model (path and digest), when and by
+    whom it was made, and the target (with its state directory) it is for."""
+    return {"version": PLAN_VERSION, "fabric": fabric.name, "model": str(model_path),
+            "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "user": who()["user"], "state_dir": str(target.dir),
+            "target": target.spec()}
 
 
 def _last_applied(target: Target, fabric: Fabric) -> Tables | None:

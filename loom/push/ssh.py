@@ -130,6 +130,17 @@ class Connection:
         subprocess.run([*self.base, "-O", "exit", "--", self.host.destination], capture_output=True, timeout=10)
 
 
+def close_all(conns, control: Path) -> None:
+    """End the multiplexed connections and remove their control directory (idempotent)."""
+    if control.exists():
+        for c in conns:
+            try:
+                c.close()
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        shutil.rmtree(control, ignore_errors=True)
+
+
 def _in_scratch(command: str) -> str:
     """Run `command` in a private scratch directory on the host, removed afterwards (clients of
     a simulated fabric write `sys-<pid>` trees into their cwd; real hosts lose nothing)."""
@@ -182,14 +193,7 @@ class SshTarget:
         return ", ".join(f"{h.name}:{h.paths.conf}" for h in self.hosts)
 
     def close(self) -> None:
-        """End the multiplexed connections and remove their control directory."""
-        if self._control.exists():
-            for c in self._conns.values():
-                try:
-                    c.close()
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-            shutil.rmtree(self._control, ignore_errors=True)
+        close_all(self._conns.values(), self._control)
 
     def _on(self, host: SmHost) -> Connection:
         return self._conns[host.name]

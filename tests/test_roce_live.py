@@ -1,0 +1,164 @@
+"""The live Ethernet fabric as a push target: `loom sim up` on the lab model (FRR in network
+namespaces, both planes), `loom plan` / `loom apply` through it, drift made by hand in one
+switch's running configuration, and an apply whose FRR reload fails, rolled back.
+
+One simulation per module (bring-up ~10 s); its state directory and namespace tag are private
+to the run, and it is stopped — every daemon and namespace — also when a test fails."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loom.expand import load_fabric
+from loom.push import audit, frr_lab
+from loom.push.frr_lab import FrrLab
+from loom.push.journal import Journal
+
+from .simfabric import loom
+
+pytestmark = pytest.mark.slow
+
+LAB = str(Path(__file__).parent.parent / "topology" / "roce-lab.yaml")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LOOM_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+        code, out = loom("sim", "up", LAB)
+        lab = FrrLab.of("roce-lab")
+        tag = lab.tag
+        try:
+            assert code == 0, out
+            yield lab
+        finally:
+            loom("sim", "down", "--force", LAB)
+            assert tag is None or tag not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+            assert not any(p.name.startswith(f"loom-frr-{tag}-") for p in Path("/tmp").iterdir())
+
+
+def plan(*extra: str) -> tuple[int, str]:
+    return loom("plan", LAB, *extra)
+
+
+def test_sim_up_plan_apply_plan(lab, tmp_path):
+    code, out = loom("sim", "status", LAB, "--format", "json")
+    status = json.loads(out)
+    assert code == 0 and status["up"] and status["switches"] == 24 and status["hosts"] == 16 and status["daemons"] == 48
+    assert "roce-lab: already up" in loom("sim", "up", LAB)[1]
+    # freshly racked switches: interfaces only, so every switch changes and no route is there yet
+    code, out = plan("--out", str(tmp_path / "plan.json"))
+    assert code == 2, out
+    p = json.loads((tmp_path / "plan.json").read_text())
+    assert p["technology"] == "ethernet" and p["changes"]["switches_touched"] == 24 and p["changes"]["fib_differing"] == 24
+    code, out = loom("apply", str(tmp_path / "plan.json"))
+    assert code == 0, out
+    assert "applied and verified" in out and "128 BGP sessions established, every FIB as intended" in out
+    assert sum(lab.sessions(s)[0] for s in lab.switches()) == 128
+    code, out = plan()
+    assert code == 0 and "No changes." in out and "BGP sessions 128/128 established" in out, out
+    # every host reaches every other host of each plane, each NIC sourcing its own address
+    f = load_fabric(LAB)
+    for plane in (0, 1):
+        nics = [(f.nodes[p.node].name, p.address) for p in f.ports if p.plane == plane]
+        for (a, addr_a), (_, addr_b) in zip(nics, nics[5:] + nics[:5]):
+            assert lab.ping(a, addr_a, addr_b), (plane, a, addr_b)
+    assert any(r["event"] == "apply" and r["ok"] for r in audit.read(lab.dir))
+
+
+def test_hand_edit_shows_as_drift_and_apply_repairs_it(lab):
+    assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
+    asn = next(s.asn for s in load_fabric(LAB).switches if s.name == "p1-lab-leaf5")
+    lab.vtysh("p1-lab-leaf5", "configure terminal", f"router bgp {asn}", "address-family ipv4 unicast", "maximum-paths 1")
+    code, out = plan()
+    assert code == 2, out
+    assert "drift:" in out and "p1-lab-leaf5" in out
+    p = json.loads((lab.dir / "last-plan.json").read_text())
+    assert any(l.startswith("- ") and l.endswith("maximum-paths 1") for l in p["switches"]["p1-lab-leaf5"]["changes"])
+    assert p["changes"]["switches_touched"] == 1 and p["switches"]["p1-lab-leaf5"]["drift"]
+    assert p["switches"]["p1-lab-leaf5"]["fib"]  # one next hop instead of four: the FIB shows it too
+    code, out = loom("apply", "--model", LAB)
+    assert code == 0 and "on 1 switches" in out, out
+    assert plan()[0] == 0
+
+
+def test_failed_reload_is_rolled_back(lab, tmp_path, monkeypatch):
+    """Two switches edited by hand; the apply's reload of the second fails after changing it
+    (planted): both go back to what they ran before, verified, and the apply says so."""
+    assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
+    for s in ("p0-lab-spine1", "p0-lab-spine2"):
+        lab.vtysh(s, "configure terminal", "interface lo", "description hand-edit")
+    before = {s: lab.running_config(s) for s in ("p0-lab-spine1", "p0-lab-spine2")}
+    assert plan()[0] == 2
+    once = tmp_path / "fail-once"
+    once.touch()
+    wrapper = tmp_path / "frr-reload-failing"
+    wrapper.write_text(f"#!/bin/sh\n{frr_lab.FRR_RELOAD} \"$@\" || exit $?\n"
+                       f"case \"$*\" in *p0-lab-spine2*) [ -e {once} ] && rm {once} && echo planted >&2 && exit 1;; esac\nexit 0\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(frr_lab, "FRR_RELOAD", wrapper)
+    code, out = loom("apply", "--model", LAB)
+    assert code == 1, out
+    assert "frr-reload.py failed on p0-lab-spine2" in out and "previous configurations of 2 switches restored and verified" in out
+    assert not once.exists()  # the planted failure did happen
+    assert {s: lab.running_config(s) for s in before} == before
+    assert Journal(lab.dir).load() is None
+    restore = [r for r in audit.read(lab.dir) if r["event"] == "restore"][-1]
+    assert restore["ok"] and "planted" in restore["cause"]
+    monkeypatch.undo()
+    assert loom("apply", "--model", LAB)[0] == 0
+    assert plan()[0] == 0
+
+
+@pytest.mark.parametrize("phase", ["reloaded", "verified"])
+def test_killed_apply_is_settled_by_the_next_command(lab, phase):
+    """An apply killed (SIGKILL) after the reloads: the next command restores the previous
+    configuration; killed once verified: it records the apply as done."""
+    assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
+    lab.vtysh("p1-lab-spine0", "configure terminal", "interface lo", "description hand-edit")
+    before = lab.running_config("p1-lab-spine0")
+    assert plan()[0] == 2
+    res = subprocess.run([sys.executable, str(Path(__file__).parent / "apply_with_fault.py"), str(lab.dir / "last-plan.json"),
+                          phase, "KILL"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == -9 and "Traceback" not in res.stderr, res.stderr
+    assert Journal(lab.dir).load()["phase"] == phase
+    code, out = plan()  # the next command takes the lock and settles the journal first
+    assert f"was interrupted after phase '{phase}'" in out, out
+    assert Journal(lab.dir).load() is None
+    if phase == "reloaded":
+        assert "previous configurations of 1 switches restored and verified" in out
+        assert lab.running_config("p1-lab-spine0") == before and code == 2
+        assert loom("apply", "--model", LAB)[0] == 0
+    else:
+        assert "recorded as applied" in out and code == 0, out
+
+
+def test_ssh_target_plans_and_applies_on_the_switches(lab, tmp_path, monkeypatch):
+    """The same plan and apply through the SSH target: each switch an ssh host (the lab's FRR
+    behind one sshd on 127.0.0.1, tests/frrsshd.py), vtysh and frr-reload.py run over ssh."""
+    from .frrsshd import SwitchesOverSsh
+
+    assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
+    monkeypatch.setenv("LOOM_SSH_STATE_DIR", str(tmp_path / "ssh-state"))
+    with SwitchesOverSsh(lab, tmp_path / "sshd") as ssh:
+        via_ssh = ("--target", "ssh", "--inventory", str(ssh.inventory), "--ssh-config", str(ssh.ssh_config))
+        lab.vtysh("p0-lab-leaf2", "configure terminal", "interface lo", "description hand-edit")
+        code, out = plan(*via_ssh)
+        assert code == 2, out
+        p = json.loads((tmp_path / "ssh-state" / "roce-lab" / "last-plan.json").read_text())
+        assert p["target"]["kind"] == "ssh" and len(p["target"]["switches"]) == 24
+        assert any("hand-edit" in l for l in p["switches"]["p0-lab-leaf2"]["changes"])
+        code, out = loom("apply", "--model", LAB, "--target", "ssh")
+        assert code == 0 and "every FIB as intended" in out, out
+        assert "hand-edit" not in lab.running_config("p0-lab-leaf2")
+        code, out = plan(*via_ssh)
+        assert code == 0 and "No changes." in out, out
+        key = ssh.key.read_text()
+        for f in (tmp_path / "ssh-state" / "roce-lab").iterdir():
+            if f.is_file():
+                assert str(ssh.key) not in f.read_text() and key not in f.read_text()
