@@ -49,7 +49,7 @@ def plan(*extra: str) -> tuple[int, str]:
 def test_sim_up_plan_apply_plan(lab, tmp_path):
     code, out = loom("sim", "status", LAB, "--format", "json")
     status = json.loads(out)
-    assert code == 0 and status["up"] and status["switches"] == 24 and status["hosts"] == 16 and status["daemons"] == 48
+    assert code == 0 and status["up"] and status["switches"] == 24 and status["hosts"] == 16 and status["daemons"] == 24 * 3  # zebra, bgpd, bfdd
     assert "roce-lab: already up" in loom("sim", "up", LAB)[1]
     # freshly racked switches: interfaces only, so every switch changes and no route is there yet
     code, out = plan("--out", str(tmp_path / "plan.json"))
