@@ -32,7 +32,7 @@ from pathlib import Path
 
 from loom.expand import HOST, Fabric
 from loom.render.frr_intent import interface_names
-from loom.render.roce import host_config
+from loom.render.roce import host_config, host_ifname
 
 from .errors import TargetError
 from .files import write_atomic
@@ -86,11 +86,6 @@ def needed_daemons(config: str) -> list[str]:
     if re.search(r"^\s*bfd\b", config, re.M):
         out.append("bfdd")
     return out
-
-
-def host_ifname(p) -> str:
-    """A host NIC port's interface (as `loom.render.roce.host_config` configures it)."""
-    return p.nic if p.port == 1 else f"{p.nic}p{p.port}"
 
 
 def cable_ends(f: Fabric) -> list[tuple[tuple[str, str], tuple[str, str]]]:

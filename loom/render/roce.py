@@ -263,6 +263,7 @@ def selected(f: Fabric, pattern: str = "*") -> list[Switch | int]:
 
 
 def host_ifname(p) -> str:
+    """A host NIC port's interface (the live simulation names its veth end the same)."""
     return p.nic if p.port == 1 else f"{p.nic}p{p.port}"
 
 
