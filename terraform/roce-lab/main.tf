@@ -1,0 +1,1 @@
+../modules/root.tf
