@@ -15,8 +15,8 @@ plan, phase, sig = sys.argv[1], sys.argv[2], getattr(signal, "SIG" + sys.argv[3]
 real_begin, real_mark = Journal.begin, Journal.mark
 
 
-def begin(self, record):
-    real_begin(self, record)
+def begin(self, record, texts=None):
+    real_begin(self, record, texts)
     if phase == "intent":
         os.kill(os.getpid(), sig)
 

@@ -38,6 +38,7 @@ pytestmark = [pytest.mark.sim, pytest.mark.slow]
 def settled(d: Daemons) -> None:
     """Lock free, no journal, no temp files, and a plan without false drift."""
     assert is_free(d.dir) and Journal(d.dir).load() is None
+    assert not list(d.dir.glob("apply.journal.*")), "the journal's kept texts outlived it"
     assert not list(d.dir.rglob(".loom-tmp.*"))
     code, out = loom("plan", TINY)
     assert "drift" not in out, out

@@ -100,3 +100,48 @@ def test_the_watch_command_follows_opensm_sweeps(applied, tmp_path):
         proc.terminate()
         out = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0 and "watcher stopped; the fabric is routed around z0-leaf2/6" in out, out
+
+
+def _await_trap_sweep(w: Watcher, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not w.sweeps_seen():
+        assert time.monotonic() < deadline, "no sweep with a link-state trap after the link event"
+        time.sleep(0.05)
+
+
+def test_after_a_trap_only_the_trapping_switches_are_asked(applied, monkeypatch):
+    """The light discovery: OpenSM's log names the switches that trapped; their port states
+    decide, and no full ibnetdiscover runs (it would fail here)."""
+    d, f = applied, load_fabric(TINY)
+    target = SimTarget(d)
+    w = Watcher(TINY, f, target, hold_down=0)
+    w.sweeps_seen()
+    monkeypatch.setattr(target, "run", lambda *a, **k: pytest.fail("a full discovery ran after a trap"))
+    cable = sorted(parse_failures(f, ["z0-leaf1/6"]).cables)
+    set_links(d.dir, f, cable, up=False)
+    _await_trap_sweep(w)
+    guids = {s.guid for s in f.switches if s.name in ("z0-leaf1", "z0-spine2")}
+    assert w.trapped & guids, w.trapped
+    e = w.step()
+    assert e.kind == "down" and e.ok and e.changed == ["z0-leaf1/6"], e
+    set_links(d.dir, f, cable, up=True)
+    e = None
+    while e is None:  # the port comes up through Init: the sweep that activates it decides
+        _await_trap_sweep(w)
+        e = w.step()
+    assert e.kind == "up" and e.ok, e
+
+
+def test_a_reload_that_did_not_take_is_caught_by_the_block_read_back(applied, monkeypatch):
+    """Planted: OpenSM is never told to re-read its file, so the switches keep the old entries;
+    reading back the blocks the change touched must see it, and the apply restores."""
+    d, f = applied, load_fabric(TINY)
+    target = SimTarget(d)
+    w = Watcher(TINY, f, target, hold_down=0)
+    before = live(d)
+    monkeypatch.setattr(target, "reload", lambda timeout: "file")
+    set_links(d.dir, f, sorted(parse_failures(f, ["z0-leaf0/5"]).cables), up=False)
+    e = w.step()
+    assert e.kind == "failed" and not e.ok and "read-back differs" in e.message and "entries differ" in e.message, e
+    assert "restored" in e.message, e
+    assert np.array_equal(live(d).lft, before.lft)

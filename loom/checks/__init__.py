@@ -19,11 +19,12 @@ from .reachability import check_reachability
 EBB_SAMPLES = 200
 
 
-def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None) -> dict:
+def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balance_only=None) -> dict:
     """Every check on one subnet; keys are the JSON contract of `loom check --json`.
 
     With a QoS plan, `deadlock_free` is the per-VL verdict (what the hardware needs) and
-    `deadlock_free_single_vl` says whether the routing would also be safe on one VL."""
+    `deadlock_free_single_vl` says whether the routing would also be safe on one VL.
+    `balance_only` ([switch] bool): judge balance on those switches alone (`check_balance`)."""
     walk = Walk(tables)
     reach = check_reachability(walk)
     layers = zone_layers(tables.subnet.fabric.model)
@@ -34,7 +35,7 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None) -> di
         free, cycle = not vl_cycles, (vl_cycles[0] if vl_cycles else None)
     else:
         free, cycle = dead.deadlock_free, dead.cycle
-    bal = check_balance(walk)
+    bal = check_balance(walk, balance_only)
     ebb = effective_bisection_bandwidth(walk, ebb_samples) if ebb_samples else {}
     whole = fabric_ebb(walk, ebb_samples) if ebb_samples and len(ebb) > 1 else (next(iter(ebb.values())) if ebb else None)
     return {

@@ -119,8 +119,9 @@ def _exact(group: PortGroup, role: int | None) -> int:
     return group.bound(role)
 
 
-def group_figures(walk: Walk) -> list[GroupFigures]:
-    """Figures of every port group of every live switch (see the module doc)."""
+def group_figures(walk: Walk, only: np.ndarray | None = None) -> list[GroupFigures]:
+    """Figures of every port group of every live switch (see the module doc); with `only`
+    ([switch] bool), of those switches alone."""
     sn, lft = walk.tables.subnet, walk.tables.lft
     ud = UpDown(sn)
     lids = np.flatnonzero(ud.live_lids & np.isin(np.arange(sn.max_lid + 1), walk.valid_lids))
@@ -130,7 +131,7 @@ def group_figures(walk: Walk) -> list[GroupFigures]:
     target = ud.targets(lft)
     used = carried(sn, lft, lids)
     out = []
-    for x in np.flatnonzero(ud.live):
+    for x in np.flatnonzero(ud.live & (True if only is None else only)):
         for g in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
             level = LEVELS.get((sn.switch(g.switch).role, g.direction))
             if level is None:
@@ -188,9 +189,12 @@ def path_counts(walk: Walk) -> np.ndarray:
     return counts
 
 
-def check_balance(walk: Walk) -> Balance:
+def check_balance(walk: Walk, only: np.ndarray | None = None) -> Balance:
+    """The figures and verdict; `only` ([switch] bool) judges just those switches' groups — a
+    watcher's check of a repair, whose other switches kept the figures they passed with
+    (`loom.routing.asbuilt.unsettled`)."""
     sn = walk.tables.subnet
-    groups = group_figures(walk)
+    groups = group_figures(walk, only)
     paths = path_counts(walk)
     levels = {}
     for level in dict.fromkeys(g.level for g in groups):

@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from loom.expand import load_fabric
+from loom.expand.failures import parse_failures, without
 from loom.render.opensm import lfts_dump, tables_from_dump
 from loom.routing import Tables, subnet
 from loom.routing.updown import UpDown
@@ -35,8 +36,9 @@ from .errors import Interrupted, PlanError, TargetError
 from .files import write_all_atomic
 from .journal import Journal
 from .lock import FabricLock, LockHeld
-from .packing import digest_live, mismatch, pack, unpack
-from .plan import diff_tables, has_changes
+from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
+from .packing import digest_live, digest_tables, mismatch, unpack
+from .plan import has_changes
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
 from .qos_readback import digest, mismatches
 from .target import Target, target_of_plan
@@ -95,33 +97,40 @@ def apply_on(d, plan: dict, plan_path: Path | None, timeout: float, progress,
 
 
 def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: float = 180,
-                 progress: Callable[[str], None] = _quiet, **context) -> ApplyResult:
+                 progress: Callable[[str], None] = _quiet, previous: Tables | None = None, **context) -> ApplyResult:
     """Push tables made for the fabric as it stands (a watcher's reroute after a failure, or its
     return to the design tables), through the same lock, journal, read-back and restore as a
-    plan.  Only the forwarding tables change — OpenSM's options and pinned LIDs stay — so only
-    they are read back, and OpenSM re-reads its file (SIGHUP: it sends only the blocks that differ
-    from what it programmed) instead of restarting: seconds saved on every event.  Drift that
-    OpenSM does not know of is apply's to repair (`push`), not a watcher's.  The caller has
-    checked `tables` on the fabric they were made for."""
+    plan.  Only the forwarding tables change — OpenSM's options and pinned LIDs stay — and
+    OpenSM re-reads its file (SIGHUP: it sends only the blocks that differ from what it
+    programmed) instead of restarting, so only the entries that change are read back
+    (`loom.push.lft_readback`).  `previous`: the tables the caller last applied and verified
+    (a watcher), which spares reading every table first; without it the live tables are read.
+    Drift that OpenSM does not know of is apply's to repair (`push`), not a watcher's.  The
+    caller has checked `tables` on the fabric they were made for."""
     context = {"fabric": tables.subnet.fabric.name, **context}
 
-    in_service = [int(tables.subnet.switch(x).guid) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+    in_service = [int(x) for x in np.flatnonzero(UpDown(tables.subnet).live)]
 
     def work() -> ApplyResult:
         phases: dict[str, float] = {}
         d.health()
-        live_text = _timed(phases, "read live", d.read_lfts, len(in_service))
-        want = lfts_dump(tables)
-        live = tables_from_dump(tables.subnet, live_text, "live")
-        diff = diff_tables(live, tables)
-        if not diff["entries_changed"]:
-            return ApplyResult(True, "no changes: the fabric already holds these tables", phases)
         inputs = d.read_inputs()
+        live, live_text = previous, None
+        if previous is None or inputs["lfts"] is None:  # the restore needs what is live
+            live_text = _timed(phases, "read live", d.read_lfts, len(in_service))
+            live = tables_from_dump(tables.subnet, live_text, "live")
+        touched = changed_entries(live, tables, in_service)
+        entries = sum(len(lids) for lids in touched.values())
+        if not entries:
+            return ApplyResult(True, "no changes: the fabric already holds these tables", phases)
+        want = lfts_dump(tables)
         conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
-        change = Change({"lfts": want}, want, None, tables.subnet, diff["entries_changed"], diff["switches_touched"], conf,
-                        in_service, reload=True)
-        record = {**context, "model": str(Path(model).resolve()), "desired_lfts": pack(want), "previous_live": pack(live_text)}
-        return _push_verified(d, change, {**inputs, "conf": conf}, record, timeout, progress, phases)
+        guids = [int(tables.subnet.switch(x).guid) for x in in_service]
+        change = Change({"lfts": want}, want, None, tables.subnet, entries, len(touched), conf, guids,
+                        reload=True, touched=touched, tables=tables)
+        record = {**context, "model": str(Path(model).resolve())}
+        return _push_verified(d, change, {**inputs, "conf": conf}, record, timeout, progress, phases,
+                              {"desired_lfts": want, "previous_live": live_text})
 
     return _under_lock(d, purpose, context, timeout, progress, work)
 
@@ -215,9 +224,9 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
                     checked.desired_lfts, checked.qos_intent, checked.tables.subnet,
                     plan["changes"]["entries_changed"], plan["changes"]["switches_touched"],
                     restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
-    record = {**context, "model": plan["model"], "desired_lfts": pack(checked.desired_lfts),
-              "previous_live": pack(checked.previous_lfts)}
-    return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases)
+    record = {**context, "model": plan["model"]}
+    return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
+                          {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts})
 
 
 @dataclass
@@ -233,17 +242,19 @@ class Change:
     restore_conf: str | None  # the options a restore writes back
     in_service: list[int] | None = None  # GUIDs of the switches that must answer (None: all)
     reload: bool = False  # only the LFT file changes: OpenSM re-reads it (SIGHUP) instead of restarting
+    touched: Entries | None = None  # with reload: the entries that change, the only ones read back
+    tables: Tables | None = None  # with touched: what they must hold
 
 
 def journalled(d, record: dict, work: Callable[[Journal], ApplyResult], undo: Callable[[dict], tuple[bool, str]],
-               what: str, progress, phases: dict) -> ApplyResult:
-    """The skeleton of every apply, whatever it writes: journal the intent (`record` holds what
-    undoes it), run `work`; on any failure — a target error, a full disk, SIGINT/SIGTERM — run
+               what: str, progress, phases: dict, texts: dict[str, str | None] | None = None) -> ApplyResult:
+    """The skeleton of every apply, whatever it writes: journal the intent (`record` and the big
+    `texts` hold what undoes it), run `work`; on any failure — a target error, a full disk, SIGINT/SIGTERM — run
     `undo` on the journal (a second signal ignored meanwhile) and audit it.  The caller holds the
     fabric lock; `work` marks the journal's phases and clears it once verified and recorded."""
     journal = Journal(d.dir)
     try:
-        journal.begin({**record, "pid": audit.who()["pid"]})
+        journal.begin({**record, "pid": audit.who()["pid"]}, texts)
     except OSError as exc:
         raise _nothing_written(d, exc) from None
     context = {k: record.get(k) for k in ("fabric", "plan", "plan_sha256", "model_sha256") if k in record}
@@ -260,7 +271,7 @@ def journalled(d, record: dict, work: Callable[[Journal], ApplyResult], undo: Ca
 
 
 def _push_verified(d: Target, change: Change, previous: dict[str, str | None], record: dict, timeout: float,
-                   progress, phases: dict) -> ApplyResult:
+                   progress, phases: dict, texts: dict[str, str | None]) -> ApplyResult:
     """Write, push, read back, verify (`journalled`: on any failure the previous inputs are
     restored and verified).  The caller holds the fabric lock."""
     def work(journal: Journal) -> ApplyResult:
@@ -283,8 +294,12 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
             raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")
         journal.mark("reloaded")
         progress("reading back and verifying")
-        back = _timed(phases, "read back", d.read_lfts, _expect(change.in_service))
-        wrong = mismatch(back, change.lfts, _only(change.in_service))
+        if change.touched is not None:
+            back = _timed(phases, "read back", read_blocks, d, change.subnet, blocks_of(change.touched))
+            wrong, live_sha = block_mismatch(change.tables, change.touched, back), digest_tables(change.tables)
+        else:
+            back = _timed(phases, "read back", d.read_lfts, _expect(change.in_service))
+            wrong, live_sha = mismatch(back, change.lfts, _only(change.in_service)), digest_live(back)
         if wrong:
             raise TargetError(f"read-back differs from the plan: {wrong}")
         qos_back = None
@@ -297,15 +312,15 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
         if standbys:
             raise TargetError(f"a standby does not hold the applied files: {standbys[0]}")
         d.health()  # OpenSM must still run once verified, not only while it was read
-        journal.mark("verified", live_sha256=digest_live(back), qos_sha256=digest(qos_back) if qos_back else None)
+        journal.mark("verified", live_sha256=live_sha, qos_sha256=digest(qos_back) if qos_back else None)
         _finish(d, journal.load(), journal)
         ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
         return ApplyResult(True, f"applied and verified: {change.entries} entries on {change.switches} switches{ports}",
                            phases, change.entries)
 
-    record = {**record, "in_service": change.in_service, "restore_conf": change.restore_conf,
-              "previous_files": {k: pack(v) if v is not None else None for k, v in previous.items()}}
-    return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases)
+    record = {**record, "in_service": change.in_service, "restore_conf": change.restore_conf}
+    texts = {**texts, **{f"previous_{k}": v for k, v in previous.items()}}
+    return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases, texts)
 
 
 def _expect(in_service: list[int] | None) -> int | None:
@@ -333,33 +348,43 @@ def _finish(d: Target, j: dict, journal: Journal) -> None:
     """Record what is now live as loom's (its digest and the tables, the next plan's routing
     hint), then drop the journal."""
     write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
-                      d.dir / "last-applied.lfts": unpack(j["desired_lfts"]),
+                      d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None})
     journal.clear()
+
+
+def _kept(journal: Journal, j: dict, name: str) -> str | None:
+    """A text the journal kept: beside it, or packed into the record by an earlier Loom
+    (an apply that died mid-way under an older version is still finished or restored)."""
+    if "texts" in j:
+        return journal.text(j, name)
+    packed = {"desired_lfts": j.get("desired_lfts"), "previous_live": j.get("previous_live"),
+              **{f"previous_{k}": v for k, v in (j.get("previous_files") or {}).items()}}.get(name)
+    return unpack(packed) if packed else None
 
 
 def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
     """Put back the inputs saved in the journal, push them and verify routing and QoS.
     The journal is cleared only once the inputs are back (a failed write keeps it for the next try)."""
-    files = {k: unpack(v) if v is not None else None for k, v in j["previous_files"].items()}
+    journal = Journal(d.dir)
+    files = {k: _kept(journal, j, f"previous_{k}") for k in ("lfts", "conf", "guid2lid")}
     try:
         d.write_inputs({"lfts": files["lfts"], "conf": j["restore_conf"], "guid2lid": files["guid2lid"]})
     except (OSError, TargetError) as exc:
         return False, (f"RESTORE FAILED: cannot write {d.where()} ({getattr(exc, 'strerror', None) or exc}); the journal "
                        "is kept and the next loom command on this fabric retries the restore")
-    journal = Journal(d.dir)
     if d.fabric_down():
         journal.clear()
         return True, "previous input files restored; the fabric is down (`loom sim up` loads them, checked)"
     try:
         engine = d.push(timeout)
         back = d.read_lfts(_expect(j.get("in_service")))
-        target = files["lfts"] if files["lfts"] is not None else unpack(j["previous_live"])
+        target = files["lfts"] if files["lfts"] is not None else _kept(journal, j, "previous_live")
         wrong = (mismatch(back, target, _only(j.get("in_service"))) if engine == "file" or files["lfts"] is None
                  else f"OpenSM fell back to {engine}")
         intent = conf_intent(j["restore_conf"])
         if not wrong and intent is not None:
-            bad = mismatches(d.read_qos(subnet(load_fabric(j["model"]), 0)), intent)
+            bad = mismatches(d.read_qos(_as_it_stands(j)), intent)
             wrong = f"QoS differs on {len(bad)} ports, e.g. {bad[0]}" if bad else None
     except TargetError as exc:
         journal.clear()
@@ -368,6 +393,14 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
     if wrong:
         return False, f"RESTORE FAILED: read-back differs from the previous state ({wrong}); run `loom plan` to see it"
     return True, "previous tables restored and verified (routing" + (" and QoS)" if intent is not None else ")")
+
+
+def _as_it_stands(j: dict):
+    """The subnet a journal's apply was made for: the model's, without the cables a watcher
+    found down (directed routes must not cross them)."""
+    fabric = load_fabric(j["model"])
+    down = j.get("cables_down")
+    return subnet(without(fabric, parse_failures(fabric, down)) if down else fabric, 0)
 
 
 def recover(d: Target, timeout: float = 180, progress: Callable[[str], None] = _quiet) -> str | None:

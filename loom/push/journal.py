@@ -7,6 +7,10 @@ A journal still present when the next command takes the fabric lock belongs to a
 died (SIGKILL, power loss): the lock proves nobody else is working.  `loom.push.apply.recover`
 then finishes it (phase verified: only the records were missing) or restores the saved inputs.
 The journal holds no secrets: table files, OpenSM options and digests.
+
+Big texts (a two-zone fabric's tables are 15 MB) are kept beside the record as plain files,
+`apply.journal.<name>`, written before the record that names them: packed into the JSON they
+cost a gzip each (0.2 s), which a watcher reacting to a failed link cannot spare.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 import time
 from pathlib import Path
 
-from .files import write_atomic
+from .files import write_all_atomic, write_atomic
 
 PHASES = ("intent", "written", "reloaded", "verified")
 
@@ -24,8 +28,17 @@ class Journal:
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / "apply.journal"
 
-    def begin(self, record: dict) -> None:
-        write_atomic(self.path, json.dumps({**record, "phase": "intent", "phases": {"intent": _now()}}))
+    def begin(self, record: dict, texts: dict[str, str | None] | None = None) -> None:
+        """Record the intent; `texts` (name → text, None: absent) are kept beside it (`text`)."""
+        self._drop_texts()
+        kept = {name: t for name, t in (texts or {}).items() if t is not None}
+        write_all_atomic({self._text_path(name): t for name, t in kept.items()})
+        write_atomic(self.path, json.dumps({**record, "texts": sorted(kept), "phase": "intent",
+                                            "phases": {"intent": _now()}}))
+
+    def text(self, j: dict, name: str) -> str | None:
+        """A text `begin` kept for this journal `j` (None: it was absent)."""
+        return self._text_path(name).read_text() if name in j.get("texts", ()) else None
 
     def mark(self, phase: str, **fields) -> None:
         assert phase in PHASES, phase
@@ -42,6 +55,14 @@ class Journal:
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
+        self._drop_texts()
+
+    def _text_path(self, name: str) -> Path:
+        return self.path.with_name(f"{self.path.name}.{name}")
+
+    def _drop_texts(self) -> None:
+        for p in self.path.parent.glob(f"{self.path.name}.*"):
+            p.unlink(missing_ok=True)
 
 
 def _now() -> str:

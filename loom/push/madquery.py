@@ -1,5 +1,5 @@
-"""Many SMP queries from one process: SL2VL and VLArb tables by directed route, through
-libibmad (ctypes).  `smpquery` starts a process per query, which costs minutes on a fabric with
+"""Many SMP queries from one process: SL2VL and VLArb tables, or blocks of forwarding tables, by
+directed route, through libibmad (ctypes).  `smpquery` starts a process per query, which costs minutes on a fabric with
 thousands of ports; this helper answers them all in one run.
 
 Run as `python -m loom.push.madquery` with the simulator's environment (LD_PRELOAD=umad2sim):
@@ -14,7 +14,7 @@ import json
 import sys
 
 SMI_CLASS, SMI_DIRECT_CLASS = 0x01, 0x81
-ATTR_SL2VL, ATTR_VLARB = 0x17, 0x18
+ATTR_PORTINFO, ATTR_SL2VL, ATTR_VLARB, ATTR_LFT = 0x15, 0x17, 0x18, 0x19
 TIMEOUT_MS = 2000
 
 
@@ -63,7 +63,14 @@ def vlarb(raw: bytes) -> list[list[int]]:
 
 
 def answer(mad: Mad, q: dict) -> dict:
-    """q: {"key", "path", "out" (port), "ins" (input ports for a switch, [] for a CA)}."""
+    """q: {"key", "path", "out" (port), "ins" (input ports for a switch, [] for a CA)} for QoS, or
+    {"key", "path", "lft": [block numbers]} for forwarding-table blocks (64 ports each), or
+    {"key", "path", "states": [ports]} for ports' PortState (PortInfo byte 32, low nibble:
+    1 down, 2 init, 3 armed, 4 active)."""
+    if "lft" in q:
+        return {"key": q["key"], "lft": {str(b): list(mad.query(q["path"], ATTR_LFT, b)[:64]) for b in q["lft"]}}
+    if "states" in q:
+        return {"key": q["key"], "states": {str(p): mad.query(q["path"], ATTR_PORTINFO, p)[32] & 0xF for p in q["states"]}}
     out = q["out"]
     rows = {}
     for i in q["ins"] or [0]:

@@ -64,8 +64,9 @@ def parse_vlarb(text: str) -> dict[str, list[list[int]]]:
     return out
 
 
-def directed_routes(sn: Subnet, sm_ca: str) -> tuple[dict[int, str], dict[int, str]]:
-    """DR paths from the SM's CA port: {switch row: "0,p1,p2,..."} and {CA LID: path}."""
+def directed_routes(sn: Subnet, sm_ca: str, skip=None) -> tuple[dict[int, str], dict[int, str]]:
+    """DR paths from the SM's CA port: {switch row: "0,p1,p2,..."} and {CA LID: path}; a hop
+    from switch row r to row n is not taken where `skip(r, n)` says so."""
     sm = next(p for p in sn.fabric.ports if p.ca == sm_ca and p.plane == sn.plane)
     start = int(sn.ca_switch[sm.lid])
     paths = {start: [0, sm.port]}
@@ -75,7 +76,7 @@ def directed_routes(sn: Subnet, sm_ca: str) -> tuple[dict[int, str], dict[int, s
         for port in range(1, sn.max_port + 1):
             if sn.peer_kind[row, port] == TO_SWITCH:
                 nxt = int(sn.peer_dev[row, port])
-                if nxt not in paths:
+                if nxt not in paths and not (skip and skip(row, nxt)):
                     paths[nxt] = paths[row] + [port]
                     queue.append(nxt)
     fmt = lambda p: ",".join(map(str, p))
@@ -105,24 +106,34 @@ def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
     for one answer at a time, so several keep ibsim busy (1.6× with four on the two-zone fabric)."""
     d.health()
     jobs = qos_jobs(sn, d.sm_host)
-    parts = [jobs[i::MAD_READERS] for i in range(MAD_READERS) if jobs[i::MAD_READERS]]
-    with counting("QoS read-back (ports)", len(jobs)) as advance, ThreadPoolExecutor(len(parts) or 1) as pool:
-        outs = list(pool.map(lambda part: _read_part(d, part, advance), parts))
-    answers = [a for out in outs for a in out["answers"]]
-    errors = [e for out in outs for e in out["errors"]]
-    if errors:
-        raise SimError(f"QoS read-back: {len(errors)} ports did not answer, e.g. {errors[0]}")
+    with counting("QoS read-back (ports)", len(jobs)) as advance:
+        answers = madqueries(d, jobs, advance, "QoS read-back", "ports")
     return {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in sorted(answers, key=lambda a: a["key"])}
 
 
-def _read_part(d: Daemons, jobs: list[dict], advance) -> dict:
+def madqueries(d: Daemons, jobs: list[dict], advance=lambda n: None, what: str = "QoS read-back",
+               items: str = "queries", every: bool = True) -> list[dict]:
+    """Answer `jobs` by `MAD_READERS` `loom.push.madquery` processes at once (each waits for one
+    answer at a time, so several keep ibsim busy); SimError names what did not answer (with
+    `every=False`, unanswered jobs are only left out)."""
+    parts = [jobs[i::MAD_READERS] for i in range(MAD_READERS) if jobs[i::MAD_READERS]]
+    with ThreadPoolExecutor(len(parts) or 1) as pool:
+        outs = list(pool.map(lambda part: _madquery(d, part, advance, what), parts))
+    errors = [e for out in outs for e in out["errors"]]
+    if errors and every:
+        raise SimError(f"{what}: {len(errors)} {items} did not answer, e.g. {errors[0]}")
+    return [a for out in outs for a in out["answers"]]
+
+
+def _madquery(d: Daemons, jobs: list[dict], advance, what: str) -> dict:
+    """Answer `jobs` in one `loom.push.madquery` process: {"answers": [...], "errors": [...]}."""
     with client_dir() as cwd:
         code, stdout, stderr = _run_counted([sys.executable, "-m", "loom.push.madquery"], json.dumps(jobs),
                                             d.env(), cwd, advance)
     if code is None:
-        raise SimError(f"QoS read-back did not finish within {READ_TIMEOUT}s (is ibsim answering?)")
+        raise SimError(f"{what} did not finish within {READ_TIMEOUT}s (is ibsim answering?)")
     if code != 0:
-        raise SimError(f"QoS read-back failed: {stderr.strip()[-300:]}")
+        raise SimError(f"{what} failed: {stderr.strip()[-300:]}")
     return json.loads(stdout)
 
 

@@ -240,19 +240,27 @@ class SshTarget:
         return res.stdout
 
     def read_qos(self, sn: Subnet) -> dict:
+        answers = self.smp(qos_jobs(sn, self.master.ca), "the QoS read-back")
+        return {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in sorted(answers, key=lambda a: a["key"])}
+
+    def sm_ca(self) -> str:
+        return self.master.ca
+
+    def smp(self, jobs: list[dict], what: str, every: bool = True) -> list[dict]:
+        """Answer SMP queries on the master (`loom.push.madquery`'s code, run by its python3)."""
         from . import madquery
 
         code = Path(madquery.__file__).read_text()
         script = _in_scratch(f"python3 -c {shlex.quote(code)}")
-        res = self._on(self.master).run(script, stdin=json.dumps(qos_jobs(sn, self.master.ca)), timeout=READ_TIMEOUT)
+        res = self._on(self.master).run(script, stdin=json.dumps(jobs), timeout=READ_TIMEOUT)
         try:
             out = json.loads(res.stdout)
         except json.JSONDecodeError:
-            raise SshError(f"{self.master.name}: the QoS reader gave no answer: {res.stderr.strip()[-300:]}") from None
-        if out["errors"]:
-            raise SshError(f"QoS read-back on {self.master.name}: {len(out['errors'])} ports did not answer, "
+            raise SshError(f"{self.master.name}: {what} gave no answer: {res.stderr.strip()[-300:]}") from None
+        if out["errors"] and every:
+            raise SshError(f"{what} on {self.master.name}: {len(out['errors'])} queries got no answer, "
                            f"e.g. {out['errors'][0]}")
-        return {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in sorted(out["answers"], key=lambda a: a["key"])}
+        return out["answers"]
 
     def run(self, args: list[str], timeout: float = 120) -> str:
         return self._on(self.master).run(_in_scratch(shlex.join(args)), timeout=timeout).stdout

@@ -60,6 +60,14 @@ class Target(Protocol):
     def read_qos(self, sn: Subnet) -> dict:
         """SL2VL and VLArb of every cabled port, by directed route from the master's port."""
 
+    def sm_ca(self) -> str:
+        """The CA whose port the master's OpenSM uses (directed routes start there)."""
+
+    def smp(self, jobs: list[dict], what: str, every: bool = True) -> list[dict]:
+        """Answer `loom.push.madquery` jobs from the master's port (a change's read-back of the
+        blocks it touched, the watcher's port states); a job without an answer raises
+        TargetError naming it, or with `every=False` is left out of the answers."""
+
     def read_inputs(self) -> dict[str, str | None]:
         """The master's current input files {"lfts", "conf", "guid2lid"}."""
 
@@ -123,6 +131,15 @@ class SimTarget:
 
     def read_qos(self, sn: Subnet) -> dict:
         return read_qos(self.d, sn)
+
+    def sm_ca(self) -> str:
+        return self.d.sm_host
+
+    def smp(self, jobs: list[dict], what: str, every: bool = True) -> list[dict]:
+        from .qos_readback import madqueries
+
+        self.d.health()
+        return madqueries(self.d, jobs, what=what, every=every)
 
     def _paths(self) -> dict[str, Path]:
         return {"lfts": self.d.lfts_file, "conf": self.d.conf_file, "guid2lid": self.d.guid2lid_file}

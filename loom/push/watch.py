@@ -5,8 +5,10 @@
 Detection: OpenSM resweeps as soon as a switch reports a link-state change (a trap), so a new
 `SUBNET UP` in its log is the cheapest signal there is; a discovery every `interval` seconds
 catches anything a trap missed (and is all there is where the log cannot be followed).
-Discovery is `ibnetdiscover` through the target, compared with the model (`loom.checks.cabling`):
-the model cables found on neither end are down.
+After a trap, discovery asks only the switches that sent one for their ports' states
+(`loom.push.link_states`); otherwise — and whenever that cannot answer — it is `ibnetdiscover`
+through the target, compared with the model (`loom.checks.cabling`): the model cables found on
+neither end are down.
 
 What is applied is always computed from the design tables (the tables loom applied last on the
 intact fabric, else the model's routing), never from the previous reroute: the engine's `repair`
@@ -34,10 +36,13 @@ from loom.expand.live import parse_ibnetdiscover
 from loom.qos import plan_qos
 from loom.render.opensm import tables_from_dump
 from loom.routing import Tables, get_engine, route, subnet
+from loom.routing.asbuilt import unsettled
 
 from .apply import apply_tables
 from .checked import failing_checks
-from .packing import digest_live
+from .errors import TargetError
+from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
+from .packing import digest_live, digest_tables
 from .target import Target
 
 
@@ -66,6 +71,12 @@ class Watcher:
         self.qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
         self.design = self._design()
         self.down: frozenset[int] = frozenset()  # cables the tables in force route around
+        self.seen_down: frozenset[int] = frozenset()  # cables the last discovery found down
+        self.trapped: set[int] = set()  # switches (GUIDs) whose link-state traps are not yet looked at
+        # the tables this watcher verified last, or the design when it is what loom applied last (`_in_force`)
+        self.applied: Tables | None = self.design if self._is_last_applied(self.design) else None
+        # the design's failing checks once known: none if loom applied it last (every apply checks first)
+        self._design_failing: list[str] | None = [] if self.applied is not None else None
         self.back_since: dict[int, float] = {}  # cable → when it was seen up again
         self._log_offset = 0
 
@@ -80,8 +91,10 @@ class Watcher:
 
     # ------------------------------------------------------------------ detection
     def sweeps_seen(self) -> bool:
-        """Has OpenSM finished a sweep since the last call (new `SUBNET UP` in its log)?  Only
-        targets whose OpenSM log is local (`sweep_log()`) offer this; others rely on `interval`."""
+        """Has OpenSM finished a sweep since the last call (new `SUBNET UP` in its log) with a
+        link-state trap still to look at?  (The sweeps of the watcher's own applies have none.)
+        Only targets whose OpenSM log is local (`sweep_log()`) offer this; others rely on
+        `interval`."""
         log = self.target.sweep_log() if hasattr(self.target, "sweep_log") else None
         if log is None or not Path(log).exists():
             return False
@@ -92,12 +105,28 @@ class Watcher:
             f.seek(self._log_offset)
             new = f.read()
         self._log_offset = size
-        return b"SUBNET UP" in new
+        self.trapped |= trapped_guids(new)
+        return b"SUBNET UP" in new and bool(self.trapped)
 
     def cables_down(self) -> frozenset[int]:
-        """Model cables found on neither end by a discovery of the live fabric."""
+        """Model cables that are down: after traps, the last discovery updated with the states of
+        the trapping switches' ports; else (or if they cannot be read) a full discovery."""
+        trapped, self.trapped = self.trapped, set()
+        if trapped:
+            believed = subnet(without(self.fabric, FailureSet(self.seen_down, frozenset(), ())), 0)
+            try:
+                states = cable_states(self.target, self.fabric, believed, trapped)
+            except (KeyError, TargetError):
+                pass
+            else:
+                up = {c for c, (state, _) in states.items() if state == ACTIVE}
+                down = {c for c, (state, _) in states.items() if state == DOWN}
+                self.trapped |= {guid for state, guid in states.values() if state not in (ACTIVE, DOWN)}
+                self.seen_down = frozenset((self.seen_down - up) | down)
+                return self.seen_down
         report = compare(self.fabric, parse_ibnetdiscover(self.target.run(["ibnetdiscover"]), "ibnetdiscover"))
-        return frozenset(f.cable for f in report.findings if f.kind == "missing" and f.cable is not None)
+        self.seen_down = frozenset(f.cable for f in report.findings if f.kind == "missing" and f.cable is not None)
+        return self.seen_down
 
     # ------------------------------------------------------------------ one step
     def step(self, now: float | None = None) -> Event | None:
@@ -122,17 +151,19 @@ class Watcher:
         tables = self._reroute(want)
         seconds["reroute"] = round(time.perf_counter() - t1, 3)
         t2 = time.perf_counter()
-        failed = failing_checks(check_tables(tables, ebb_samples=0, qos=self.qos))
+        checked = self._in_force()
+        failed = self._failing(tables, checked)
         seconds["check"] = round(time.perf_counter() - t2, 3)
         names = sorted(self.fabric.cable_id(c) for c in want)
         if failed:
             event = Event("refused", sorted(self.fabric.cable_id(c) for c in self.down), changed, detected, seconds,
                           ok=False, message=f"the reroute fails {failed[0]}; the tables in force stay")
         else:
-            result = apply_tables(self.target, self.model, tables, "watch", cables_down=names)
-            seconds["apply"] = round(sum(result.phases.values()), 3)
+            t3 = time.perf_counter()
+            result = apply_tables(self.target, self.model, tables, "watch", previous=checked, cables_down=names)
+            seconds["apply"] = round(time.perf_counter() - t3, 3)
             if result.ok:
-                self.down = want
+                self.down, self.applied = want, tables
                 self._record_down()
             event = Event(kind if result.ok else "failed", sorted(self.fabric.cable_id(c) for c in self.down), changed,
                           detected, seconds, result.entries_changed, result.ok, result.message)
@@ -140,11 +171,32 @@ class Watcher:
         self._write(event)
         return event
 
+    def _failing(self, tables: Tables, checked: Tables | None) -> list[str]:
+        """The checks `tables` fail.  Balance is re-judged only where the tables in force
+        (`checked`, which passed) could change; the design's verdict is kept once known."""
+        if tables is self.design and self._design_failing is not None:
+            return self._design_failing
+        only = unsettled(checked, tables) if checked is not None else None
+        failed = failing_checks(check_tables(tables, ebb_samples=0, qos=self.qos, balance_only=only))
+        if tables is self.design and only is None:
+            self._design_failing = failed
+        return failed
+
     def _reroute(self, down: frozenset[int]) -> Tables:
         if not down:
             return self.design
         failed = without(self.fabric, FailureSet(down, frozenset(), ()))
         return self.engine.repair(subnet(failed, 0), self.design)
+
+    def _in_force(self) -> Tables | None:
+        """The tables this watcher applied last, if they are still what loom last applied (nobody
+        applied since: `last-applied.sha256` is their digest): the apply then need not read every
+        table to know what changes.  None makes it read them."""
+        return self.applied if self.applied is not None and self._is_last_applied(self.applied) else None
+
+    def _is_last_applied(self, tables: Tables) -> bool:
+        last = self.target.dir / "last-applied.sha256"
+        return last.exists() and last.read_text().strip() == digest_tables(tables)
 
     def _record_down(self) -> None:
         """What the applied tables route around, beside the target's state (a human's next plan

@@ -28,9 +28,12 @@ from .updown import UpDown
 
 
 def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.ndarray,
-                  soft: np.ndarray | None = None) -> list[str]:
+                  soft: np.ndarray | None = None, settled: np.ndarray | None = None) -> list[str]:
     """Fix `lft` in place as described in the module doc; returns warnings.  `priority[lid]` ≥ 1
-    (higher moves last); `soft[switch, lid]` entries move first (priority 0 on that switch)."""
+    (higher moves last); `soft[switch, lid]` entries move first (priority 0 on that switch).
+    `settled[switch]` (a repair): the switch has the ports the tables were made for, so it was
+    at its bound and is rebalanced only if its entries, or the destinations reaching it, changed
+    — leaving the others alone is both the minimal churn and most of the speed of a repair."""
     ud = UpDown(sn)
     warnings = []
     cut = ud.cut_off()
@@ -41,6 +44,8 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     lft[:, ~ud.live_lids] = NO_ROUTE
     target = ud.targets(lft)
     lids = np.flatnonzero(ud.live_lids)
+    if settled is not None:
+        start, reached = lft.copy(), carried(sn, lft, lids)
     for x in np.flatnonzero(ud.live):
         _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
     # level by level, since a lower level's choices decide what reaches the next one
@@ -52,6 +57,8 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
         full[:, lids] = used
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
         for x in np.flatnonzero(ud.live & (ud.layer == lay)):
+            if settled is not None and settled[x] and (lft[x] == start[x]).all() and (used[x] == reached[x]).all():
+                continue
             prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
             z = int(ud.zone[x])
             if direction == "up" and lay == 0 and z not in downs:
@@ -61,6 +68,29 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
                 if group.direction == direction:
                     rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
     return warnings
+
+
+def same_ports(made_for: Subnet, now: Subnet) -> np.ndarray:
+    """[switch] True where every port is cabled as it was in the subnet the tables were made for
+    (a repair's `settled` switches)."""
+    return ((made_for.peer_kind != 0) == (now.peer_kind != 0)).all(axis=1)
+
+
+def unsettled(before, after) -> np.ndarray:
+    """[switch] True where a switch's balance figures may differ between two tables: its ports,
+    its entries or the destinations whose traffic reaches it changed.  The others have the
+    figures they had (a watcher re-checks only these after a repair of checked tables)."""
+    return ~same_ports(before.subnet, after.subnet) | (before.lft != after.lft).any(axis=1) | \
+        (_reached(before) != _reached(after)).any(axis=1)
+
+
+def _reached(tables) -> np.ndarray:
+    """[switch, lid] the destinations whose CA traffic reaches each switch (`loads.carried`)."""
+    ud = UpDown(tables.subnet)
+    lids = np.flatnonzero(ud.live_lids)
+    full = np.zeros(tables.lft.shape, bool)
+    full[:, lids] = carried(tables.subnet, tables.lft, lids)
+    return full
 
 
 def affected_destinations(tables, failed: Subnet) -> np.ndarray:

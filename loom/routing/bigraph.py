@@ -28,7 +28,7 @@ import numpy as np
 
 from loom.model.schema import BiGraph
 
-from .asbuilt import affected_destinations, fit_to_fabric
+from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import RoutingError, Tables, empty_lft, register
 from .fattree import ROLE_ORDER
 from .subnet import TO_SWITCH, Subnet
@@ -91,7 +91,7 @@ class BiGraphEngine:
         VL set): reachability reports them, and whatif / watch refuse the repair."""
         lft = tables.lft.copy()
         keep = 1 + ~affected_destinations(tables, sn)  # unaffected destinations move last
-        warnings = fit_to_fabric(sn, lft, _roles(sn), keep.astype(np.int64))
+        warnings = fit_to_fabric(sn, lft, _roles(sn), keep.astype(np.int64), settled=same_ports(tables.subnet, sn))
         return Tables(sn, lft, self.name + "+repair", tuple(warnings))
 
 

@@ -47,7 +47,7 @@ from loom.expand import CABLE_KINDS
 from loom.model.rules import direction_split
 from loom.model.schema import FatTree2, FatTree3
 
-from .asbuilt import affected_destinations, fit_to_fabric
+from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft, register
 from .subnet import TO_SWITCH, Subnet
 
@@ -294,7 +294,7 @@ class FatTreeEngine:
         anything, not a recompute that reshuffles the whole fabric."""
         lft = tables.lft.copy()
         keep = 1 + ~affected_destinations(tables, sn)  # unaffected destinations move last
-        warnings = fit_to_fabric(sn, lft, self._roles(sn), keep.astype(np.int64))
+        warnings = fit_to_fabric(sn, lft, self._roles(sn), keep.astype(np.int64), settled=same_ports(tables.subnet, sn))
         return Tables(sn, lft, self.name + "+repair", tuple(warnings))
 
     @classmethod
