@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loom.render.sm_host import SmPaths, managed_block, merge
+from loom.render.sm_host import SmPaths, WatchUnit, managed_block, merge, watch_unit
 
 from .simfabric import TINY, loom
 
@@ -67,5 +67,46 @@ def test_role_check_diff_then_converge_to_what_apply_writes(tmp_path):
     assert named and all(Path(f).exists() for f in named if f != paths.log)
     assert f"Environment=OSM_CACHE_DIR={paths.cache_dir}" in unit
 
+    again = playbook(inv, extra)
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout[-2000:]
+
+
+def test_role_installs_the_watcher_beside_opensm(tmp_path):
+    """opensm_watch: the model directory and inventory copied, and a loom-watch unit that runs
+    `loom watch` on them (the renderer's text, paths that exist); off by default."""
+    inv = tmp_path / "inv"
+    code, out = loom("inventory", TINY, "--out", str(inv))
+    assert code == 0, out
+    root = tmp_path / "root"
+    unit_path = root / "etc/systemd/system/loom-watch.service"
+    base = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False,
+            "opensm_install": False, "opensm_runtime": False, "opensm_unit_dir": f"{root}/etc/systemd/system/opensm.service.d",
+            "opensm_conf_path": f"{root}/etc/opensm/opensm.conf", "opensm_lfts_path": f"{root}/etc/opensm/loom-lfts.dump",
+            "opensm_cache_dir": f"{root}/var/cache/opensm", "opensm_log_path": f"{root}/var/log/opensm.log",
+            "opensm_watch_unit_path": str(unit_path)}
+    extra = tmp_path / "off.yml"
+    extra.write_text(yaml.safe_dump(base))
+    run = playbook(inv, extra)
+    assert run.returncode == 0 and not unit_path.exists(), run.stdout[-3000:]
+
+    spec = WatchUnit(model=f"{root}/etc/loom/topology/tiny.yaml", loom=str(Path(sys.executable).parent / "loom"),
+                     inventory=f"{root}/etc/loom/inventory", state_dir=f"{root}/var/lib/loom", interval=2.0, hold_down=30.0)
+    extra.write_text(yaml.safe_dump({**base, "opensm_watch": True, "opensm_watch_model": "tiny.yaml",
+                                      "opensm_watch_topology_src": str(ROOT / "topology"),
+                                      "opensm_watch_topology_dir": f"{root}/etc/loom/topology", "opensm_watch_loom": spec.loom,
+                                      "opensm_watch_inventory_src": str(inv), "opensm_watch_inventory": spec.inventory,
+                                      "opensm_watch_state_dir": spec.state_dir, "opensm_watch_interval": 2,
+                                      "opensm_watch_hold_down": 30}))
+    run = playbook(inv, extra)
+    assert run.returncode == 0, run.stdout[-3000:]
+    text = unit_path.read_text()
+    assert text == watch_unit(spec)
+    exec_line = next(l for l in text.splitlines() if l.startswith("ExecStart="))
+    assert f"watch {spec.model} --target ssh --inventory {spec.inventory} --interval 2.0 --hold-down 30.0" in exec_line
+    copied = sorted(str(f.relative_to(spec.inventory)) for f in Path(spec.inventory).rglob("*") if f.is_file())
+    assert copied == sorted(str(f.relative_to(inv)) for f in inv.rglob("*") if f.is_file())
+    # the unit's command works on what the role copied (model, lock file and catalogue)
+    check = subprocess.run([spec.loom, "validate", spec.model], capture_output=True, text=True)
+    assert check.returncode == 0 and (Path(spec.model).parent / "tiny.lock.json").exists(), check.stdout + check.stderr
     again = playbook(inv, extra)
     assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout[-2000:]

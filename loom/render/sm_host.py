@@ -101,3 +101,20 @@ def qos_part(text: str | None, paths: SmPaths, priority: int) -> str | None:
 
 def unit(paths: SmPaths) -> str:
     return render("opensm/opensm.service.j2", cache_dir=paths.cache_dir, conf_path=paths.conf, log_path=paths.log)
+
+
+@dataclass(frozen=True)
+class WatchUnit:
+    """`loom watch` as a systemd service on the master SM host (role variables `opensm_watch_<field>`)."""
+
+    model: str  # the model file on the host
+    loom: str = "/opt/loom/bin/loom"
+    inventory: str = "/etc/loom/inventory"
+    state_dir: str = "/var/lib/loom"
+    interval: float = 5.0
+    hold_down: float = 10.0
+
+
+def watch_unit(w: WatchUnit) -> str:
+    return render("opensm/loom-watch.service.j2", **asdict(w))
+

@@ -27,6 +27,12 @@ def loom_opensm_unit(paths: dict) -> str:
     return m.unit(m.SmPaths(**paths))
 
 
+def loom_watch_unit(spec: dict) -> str:
+    m = _sm_host()
+    return m.watch_unit(m.WatchUnit(**spec))
+
+
 class FilterModule:
     def filters(self):
-        return {"loom_opensm_conf": loom_opensm_conf, "loom_opensm_unit": loom_opensm_unit}
+        return {"loom_opensm_conf": loom_opensm_conf, "loom_opensm_unit": loom_opensm_unit,
+                "loom_watch_unit": loom_watch_unit}
