@@ -41,15 +41,20 @@ class Mad:
         if not self.port:
             raise RuntimeError("cannot open the local IB port (is the simulator up?)")
 
+        self.buf = ctypes.create_string_buffer(64)
+        self.paths: dict[str, PortId] = {}  # a switch is asked dozens of times by the same route
+
     def query(self, path: str, attr: int, mod: int) -> bytes:
-        pid = PortId()
-        pid.lid = 0
-        if self.lib.str2drpath(ctypes.byref(pid.drpath), path.encode(), 0, 0) < 0:
-            raise ValueError(f"bad directed route {path}")
-        buf = ctypes.create_string_buffer(64)
-        if not self.lib.smp_query_via(buf, ctypes.byref(pid), attr, mod, TIMEOUT_MS, self.port):
+        pid = self.paths.get(path)
+        if pid is None:
+            pid = PortId()
+            pid.lid = 0
+            if self.lib.str2drpath(ctypes.byref(pid.drpath), path.encode(), 0, 0) < 0:
+                raise ValueError(f"bad directed route {path}")
+            self.paths[path] = pid
+        if not self.lib.smp_query_via(self.buf, ctypes.byref(pid), attr, mod, TIMEOUT_MS, self.port):
             raise RuntimeError(f"no answer from {path} (attribute {attr:#x}, modifier {mod:#x})")
-        return buf.raw
+        return self.buf.raw
 
 
 def sl2vl(raw: bytes) -> list[int]:
