@@ -219,12 +219,13 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
     if not has_changes(plan):
+        _remember_key(d, plan)
         return ApplyResult(True, "no changes: live tables already match the plan", phases)
     change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
                     checked.desired_lfts, checked.qos_intent, checked.tables.subnet,
                     plan["changes"]["entries_changed"], plan["changes"]["switches_touched"],
                     restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
-    record = {**context, "model": plan["model"]}
+    record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key")}
     return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
                           {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts})
 
@@ -344,10 +345,19 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
+def _remember_key(d: Target, plan: dict) -> None:
+    """A plan with nothing to change: when what loom applied last is its desired tables, they
+    are the routing of its model too (the next plan of the same model takes them as they are)."""
+    last = d.dir / "last-applied.sha256"
+    if plan.get("routing_key") and last.exists() and last.read_text().strip() == plan["desired_sha256"]:
+        write_all_atomic({d.dir / "last-applied.key": plan["routing_key"] + "\n"})
+
+
 def _finish(d: Target, j: dict, journal: Journal) -> None:
     """Record what is now live as loom's (its digest and the tables, the next plan's routing
     hint), then drop the journal."""
     write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
+                      d.dir / "last-applied.key": (j["routing_key"] + "\n") if j.get("routing_key") else None,
                       d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None})
     journal.clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -18,14 +19,14 @@ from pydantic import BaseModel
 from loom.checks import Walk, check_balance, check_tables
 from loom.expand import Fabric
 from loom.qos import plan_qos
-from loom.render.opensm import guid2lid, lfts_dump, tables_from_dump
+from loom.render.opensm import guid2lid, tables_from_dump
 from loom.routing import route, subnet
 from loom.routing.base import Tables
 
 from .audit import who
 from .checked import content_digest, failing_checks
 from .errors import PlanError, TargetError
-from .packing import digest_live, table_rows
+from .packing import digest_live, digest_tables, table_rows
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
 from .qos_readback import digest, mismatches
 from .target import Target
@@ -91,19 +92,26 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
                         "returns to the design tables), or `loom whatif` to see the reroute")
     live_text = target.read_lfts()
     live_sha = digest_live(live_text)
-    live = tables_from_dump(subnet(fabric, 0), live_text, "live")
-    tables = settled_route(fabric, _last_applied(target, fabric) or live)
-    qos = plan_qos(fabric.model)
-    failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
-    if failed:
-        raise PlanError(f"the routing for {fabric.name} fails {failed[0]}; run `loom check {model_path}` for details")
-    want_text = lfts_dump(tables)
-    drift = []
-    last = target.dir / "last-applied.sha256"
-    if last.exists() and last.read_text().strip() != live_sha:
-        drift.append("live forwarding tables differ from what loom applied last (changed outside loom)")
+    sn = subnet(fabric, 0)
+    live = tables_from_dump(sn, live_text, "live")
     inputs = target.read_inputs()
-    qos_part = _plan_qos(fabric, tables.subnet, qos, target, inputs["conf"])
+    qos = plan_qos(fabric.model)
+    # the QoS read-back waits on the fabric (seconds of SMPs), routing and checks on the CPU: both at once
+    with ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
+        key = routing_key(fabric)
+        last = _last_applied(target, fabric)
+        tables = last if last is not None and _key_of_last(target) == key else settled_route(fabric, last or live)
+        failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
+        if failed:
+            raise PlanError(f"the routing for {fabric.name} fails {failed[0]}; run `loom check {model_path}` for details")
+        balance = {"balance_before": balance_summary(live)}
+        balance["balance_after"] = balance["balance_before"] if (live.lft == tables.lft).all() else balance_summary(tables)
+        qos_part = reading.result()
+    drift = []
+    last_sha = target.dir / "last-applied.sha256"
+    if last_sha.exists() and last_sha.read_text().strip() != live_sha:
+        drift.append("live forwarding tables differ from what loom applied last (changed outside loom)")
     if qos_part["drift"]:
         drift.append(qos_part["drift"])
     standbys = target.standby_drift(inputs)
@@ -113,13 +121,13 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     plan = {
         **plan_header(model_path, fabric, target),
         "live_sha256": live_sha,
-        "desired_sha256": digest_live(want_text),
+        "desired_sha256": digest_tables(tables),
+        "routing_key": key,
         "drift": "; ".join(drift) or None,
         "qos": qos_part,
         "changes": diff_tables(live, tables),
         "standbys_differing": standbys,
-        "balance_before": balance_summary(live),
-        "balance_after": balance_summary(tables),
+        **balance,
         "desired_lfts": table_rows(tables),
         "previous_lfts": table_rows(live),
         "guid2lid": guid2lid(tables),
@@ -134,6 +142,28 @@ def plan_header(model_path: Path, fabric: Fabric, target) -> dict:
             "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "user": who()["user"], "state_dir": str(target.dir),
             "target": target.spec()}
+
+
+def routing_key(fabric: Fabric) -> str:
+    """A digest of everything routing reads — the model's settings, every switch, port and cable
+    as expanded (lock file and catalogue included) — and of loom's version."""
+    import loom
+
+    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json()}\n".encode())
+    h.update(json.dumps([(s.name, s.guid, s.lid, s.ports, s.role, s.zone, s.plane) for s in fabric.switches]).encode())
+    h.update(json.dumps([(p.ca, p.port, p.guid, p.lid, p.plane, p.zone) for p in fabric.ports]).encode())
+    c = fabric.cables
+    for a in (c.a_kind, c.a_dev, c.a_port, c.b_kind, c.b_dev, c.b_port, c.kind, c.plane, c.speed_gbps):
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _key_of_last(target: Target) -> str | None:
+    """The routing key of the model whose plan loom applied last (`last-applied.key`; a
+    watcher's apply leaves none).  Equal to the model's now: routing it again from those tables
+    gives those tables (a plan's routing is a fixpoint), so the plan takes them as they are."""
+    path = target.dir / "last-applied.key"
+    return path.read_text().strip() if path.exists() else None
 
 
 def _last_applied(target: Target, fabric: Fabric) -> Tables | None:
