@@ -239,3 +239,28 @@ def test_qos_read_back_reports_its_progress(tiny_up):
         back = read_qos(tiny_up, sn)
     total = len(qos_jobs(sn, tiny_up.sm_host))
     assert seen.started == [("QoS read-back (ports)", total)] and seen.steps == total == len(back) and seen.finished == 1
+
+
+def test_a_plan_of_the_model_applied_last_takes_its_tables(tiny_up, tmp_path, monkeypatch):
+    """After an apply, a plan of the same model does not route again (`last-applied.key` is
+    its routing key); a changed model, or a watcher's apply since, routes again."""
+    import loom.push.plan as plan_module
+
+    d = tiny_up
+    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    key = (d.dir / "last-applied.key").read_text().strip()
+    assert key == plan_module.routing_key(load_fabric(TINY))
+    routed = []
+    real = plan_module.settled_route
+    monkeypatch.setattr(plan_module, "settled_route", lambda *a: routed.append(1) or real(*a))
+    code, out = loom("plan", TINY)
+    assert code == 0 and "No changes" in out and not routed, out
+    # planted: the key names another model (the one the tables were routed for has changed)
+    (d.dir / "last-applied.key").write_text("0" * 64 + "\n")
+    code, out = loom("plan", TINY)
+    assert code == 0 and routed == [1], out
+    # another model's routing key differs (a storage node pinned elsewhere)
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(Path(TINY).read_text().replace('name_pattern: "st{index:02d}"}',
+                                                    'name_pattern: "st{index:02d}", pinned: {st00: [2, 2]}}'))
+    assert plan_module.routing_key(load_fabric(moved)) != key
