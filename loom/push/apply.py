@@ -28,6 +28,7 @@ from loom.expand import load_fabric
 from loom.expand.failures import parse_failures, without
 from loom.render.opensm import lfts_dump, tables_from_dump
 from loom.routing import Tables, subnet
+from loom.routing.base import NO_ROUTE
 from loom.routing.updown import UpDown
 
 from . import audit
@@ -221,13 +222,31 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     if not has_changes(plan):
         _remember_key(d, plan)
         return ApplyResult(True, "no changes: live tables already match the plan", phases)
-    change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
-                    checked.desired_lfts, checked.qos_intent, checked.tables.subnet,
-                    plan["changes"]["entries_changed"], plan["changes"]["switches_touched"],
-                    restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
+    c = plan["changes"]
+    if _tables_only(plan, d, inputs, current_conf):
+        t = checked.tables
+        touched = changed_entries(tables_from_dump(t.subnet, live_text, "live"), t,
+                                  [r for r in range(t.subnet.n) if (t.lft[r] != NO_ROUTE).any()])
+        change = Change({"lfts": checked.desired_lfts}, checked.desired_lfts, None, t.subnet, c["entries_changed"],
+                        c["switches_touched"], current_conf, reload=True, touched=touched, tables=t)
+    else:
+        change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
+                        checked.desired_lfts, checked.qos_intent, checked.tables.subnet, c["entries_changed"],
+                        c["switches_touched"], restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
     record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key")}
     return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
                           {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts})
+
+
+def _tables_only(plan: dict, d: Target, inputs: dict, current_conf: str) -> bool:
+    """Does only the routing change, on a fabric that holds what loom applied last?  Then OpenSM
+    re-reading its file is enough: it sends the blocks that differ from what it programmed,
+    which are the entries that change, and only those are read back.  Loom must have applied
+    before (else drift could not show), and options, pinned LIDs and QoS must stand as they are;
+    otherwise OpenSM restarts and reprograms everything, which is also what repairs drift."""
+    q = plan["qos"]
+    return (plan["drift"] is None and (d.dir / "last-applied.sha256").exists() and inputs["lfts"] is not None
+            and q["desired_conf"] == current_conf and not q["ports_differing"] and plan["guid2lid"] == inputs["guid2lid"])
 
 
 @dataclass
