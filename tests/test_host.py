@@ -146,3 +146,25 @@ def test_a_second_function_of_a_nic_is_not_a_second_nic(tmp_path):
     (d / "lspci-vvv.txt").write_text(text.rstrip("\n") + "\n\n" + block.replace("30:00.0", "30:00.1", 1))
     code, out = host_check(d)
     assert code == 0, out
+
+
+def test_ethernet_inventory_lists_the_switches_for_the_ssh_target(tmp_path):
+    """`frr_switches`: every switch, read back by the FRR SSH target as the model's switches,
+    with the site's management address taking effect; no switch gets host tuning."""
+    from loom.push.frr_ssh import inventory_switches
+
+    f = load_fabric(TOPO / "roce-lab.yaml")
+    files = inventory(f)
+    hosts = yaml.safe_load(files["hosts.yml"])["all"]["children"]
+    assert set(hosts["frr_switches"]["hosts"]) == {s.name for s in f.switches}
+    first = f.switches[0]
+    hv = yaml.safe_load(files[f"host_vars/{first.name}.yml"])
+    assert hv["loom_asn"] == first.asn and hv["loom_loopback"] == first.loopback and hv["loom_plane"] == first.plane
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    (tmp_path / "host_vars" / f"{first.name}.yml").write_text(yaml.safe_dump({**hv, "ansible_host": "10.0.0.7"}))
+    switches = {s.name: s for s in inventory_switches(f, tmp_path)}
+    assert set(switches) == {s.name for s in f.switches} and switches[first.name].destination == "10.0.0.7"
+    site = yaml.safe_load((Path(__file__).parent.parent / "ansible" / "site.yml").read_text())
+    assert next(p for p in site if "host_tuning" in p.get("roles", []))["hosts"] == "all:!frr_switches"

@@ -4,7 +4,10 @@ node type, `host_vars/<host>.yml` with what is the host's own (zone, rack, RU, f
 tag and port MACs when NetBox records them, see docs/netbox.md),
 and for the subnet managers of an InfiniBand fabric what the `opensm` role installs:
 `group_vars/subnet_managers.yml` (QoS options, where the tables are), `files/lfts.dump`,
-`files/guid2lid` and `loom_sm_priority` (15, the master) in the SM host's host_vars."""
+`files/guid2lid` and `loom_sm_priority` (15, the master) in the SM host's host_vars.
+An Ethernet fabric's switches form the `frr_switches` group, the hosts of its SSH target
+(`loom.push.frr_ssh`), each with its plane, zone, rack, ASN and loopback; `ansible_host` is
+the site's to add (a management address Loom does not know).  The host-tuning play leaves them out."""
 
 from __future__ import annotations
 
@@ -73,6 +76,12 @@ def inventory(fabric: Fabric) -> dict[str, str]:
                                else {"address": p.address}),
                             **_mac(fabric, n.name, f"{p.nic}/{p.port}")} for p in ports[n.index]],
         } | _asset(fabric, n.name)
+    if fabric.technology == "ethernet":
+        for sw in fabric.switches:
+            groups["frr_switches"].add(sw.name)
+            host_vars[sw.name] = {"loom_fabric": fabric.name, "loom_role": sw.role, "loom_zone": sw.zone,
+                                  "loom_plane": sw.plane, "loom_rack": sw.rack, "loom_ru": sw.ru, "loom_asn": sw.asn,
+                                  "loom_loopback": sw.loopback} | _asset(fabric, sw.name)
     files: dict[str, str] = {}
     if fabric.model.subnet_manager:
         groups["subnet_managers"].add(fabric.model.subnet_manager)
