@@ -983,20 +983,29 @@ def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
     from loom.expand.failures import FailureSpecError, parse_link
     from loom.push import audit
     from loom.push.daemon import Daemons
+    from loom.push.errors import TargetError
     from loom.push.links import set_links
-    from loom.push.sim import SimError
 
     fabric = _fabric(model)
     try:
         cables = parse_link(fabric, a, b)
     except FailureSpecError as exc:
         raise _input_error(exc, 2) from None
-    d = Daemons.of(fabric.name)
-    if d.fabric_down():
+    flip = None
+    if cli_roce.is_ethernet(fabric):
+        from loom.push.frr_lab import FrrLab
+
+        d = FrrLab.of(fabric.name)
+        running = d.is_up()
+        flip = lambda cs, u: d.set_cables(fabric, cs, u)  # noqa: E731
+    else:
+        d = Daemons.of(fabric.name)
+        running = not d.fabric_down()
+    if not running:
         _fail(f"the simulated fabric of {fabric.name} is not running; `loom sim up {model}` starts it")
     try:
-        changed = set_links(d.dir, fabric, cables, up)
-    except SimError as exc:
+        changed = set_links(d.dir, fabric, cables, up, flip)
+    except TargetError as exc:
         _fail(exc)
     word = "up" if up else "down"
     if changed:
@@ -1006,7 +1015,8 @@ def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
 
 @link_app.command("down")
 def sim_link_down(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
-    """Pull a cable (ibsim `Unlink`): OpenSM sees the port go down on its next sweep.
+    """Pull a cable (ibsim `Unlink`): OpenSM sees the port go down on its next sweep.  On an
+    Ethernet model, both ends of the cable's veth pair go down in the live FRR lab.
 
     Exit 0 done (or already down); 1 the simulated fabric is not running; 2 a name the model does not have."""
     _link_event(model, a, b, up=False)
@@ -1014,7 +1024,7 @@ def sim_link_down(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B
 
 @link_app.command("up")
 def sim_link_up(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
-    """Put a pulled cable back (ibsim `ReLink`).
+    """Put a pulled cable back (ibsim `ReLink`; on an Ethernet model, the veth pair's ends up).
 
     Exit 0 done (or already up); 1 the simulated fabric is not running; 2 a name the model does not have."""
     _link_event(model, a, b, up=True)

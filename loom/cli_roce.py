@@ -91,17 +91,19 @@ def sim_status(fabric: Fabric, as_json: bool) -> None:
     from loom.cli import out
     from loom.push.frr_lab import FrrLab
     from loom.push.journal import Journal
+    from loom.push.links import links_down
     from loom.push.lock import is_free
 
     lab = FrrLab.of(fabric.name)
     s = {**lab.status(), "technology": "ethernet", "lock_free": is_free(lab.dir),
-         "interrupted_apply": Journal(lab.dir).load() is not None}
+         "interrupted_apply": Journal(lab.dir).load() is not None, "links_down": links_down(lab.dir)}
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
     else:
         out.print(f"live FRR simulation: {'up' if s['up'] else 'down'}  switches: {s['switches']}  daemons: {s['daemons']}  "
                   f"hosts: {s['hosts']}  lock: {'free' if s['lock_free'] else 'held'}"
                   + (f"  not running: {', '.join(s['down'][:5])}" if s["down"] else "")
+                  + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
                   + ("  an interrupted apply awaits recovery (any loom command resolves it)" if s["interrupted_apply"] else ""),
                   highlight=False, markup=False)
     raise typer.Exit(0 if s["up"] else 1)

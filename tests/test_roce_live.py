@@ -162,3 +162,29 @@ def test_ssh_target_plans_and_applies_on_the_switches(lab, tmp_path, monkeypatch
         for f in (tmp_path / "ssh-state" / "roce-lab").iterdir():
             if f.is_file():
                 assert str(ssh.key) not in f.read_text() and key not in f.read_text()
+
+
+def test_sim_link_pulls_a_cable_of_the_live_lab(lab):
+    """`loom sim link down|up` on an Ethernet model: both ends of the cable's veth go down (BGP on
+    that link drops), status lists it, and `up` brings the session back."""
+    assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
+    f = load_fabric(LAB)
+    c = f.cables
+    up = next(i for i in range(len(c)) if c.a_kind[i] == c.b_kind[i] == 0 and f.switches[int(c.a_dev[i])].role == "leaf")
+    leaf, port = f.switches[int(c.a_dev[up])], int(c.a_port[up])  # a leaf's up-link to a spine
+    established = lab.sessions(leaf.name)[0]
+    code, out = loom("sim", "link", "down", LAB, f"{leaf.name}:{port}")
+    assert code == 0 and "link down:" in out, out
+    cable = out.split("link down:")[1].strip()
+    status = json.loads(loom("sim", "status", LAB, "--format", "json")[1])
+    assert status["links_down"] == [cable]
+    ends = frr_lab.cable_ends(f)[next(i for i in range(len(f.cables)) if f.cable_id(i) == cable)]
+    for device, ifname in ends:
+        shown = subprocess.run(["ip", "-n", lab.netns(device), "-j", "link", "show", ifname], capture_output=True, text=True)
+        assert json.loads(shown.stdout)[0]["operstate"] == "DOWN", (device, ifname)
+    lab.wait(lambda: lab.sessions(leaf.name)[0] < established, "the BGP session over the pulled cable to drop", 30)
+    assert loom("sim", "link", "down", LAB, f"{leaf.name}:{port}")[1].startswith("already down")
+    code, out = loom("sim", "link", "up", LAB, f"{leaf.name}:{port}")
+    assert code == 0 and f"link up: {cable}" in out, out
+    lab.wait(lambda: lab.sessions(leaf.name)[0] == established, "the BGP session back", 60)
+    assert json.loads(loom("sim", "status", LAB, "--format", "json")[1])["links_down"] == []

@@ -36,6 +36,7 @@ from loom.render.roce import host_config, host_ifname
 
 from .errors import TargetError
 from .files import write_atomic
+from .links import LINKS_DOWN
 from .procs import ProcessRef
 
 FRR = Path("/usr/lib/frr")
@@ -197,6 +198,7 @@ class FrrLab:
                  "namespaces": {d: f"lm{tag}-{i}" for i, d in enumerate(devices)}, "hosts": hosts, "daemons": {}}
         self.dir.mkdir(parents=True, exist_ok=True)
         write_atomic(self.dir / STATE, json.dumps(state, indent=1))
+        (self.dir / LINKS_DOWN).unlink(missing_ok=True)  # every cable of a new lab is in
         try:
             self._namespaces(state["namespaces"])
             self._cables(fabric, state["namespaces"])
@@ -335,6 +337,18 @@ class FrrLab:
 
     def link_down(self, device: str, ifname: str) -> None:
         sh("ip", "-n", self.netns(device), "link", "set", ifname, "down")
+
+    def set_cables(self, fabric: Fabric, cables: list[int], up: bool) -> None:
+        """Pull or put back cables (`loom sim link`): both ends of each veth down or up, so the
+        switches see the carrier go (BFD and BGP then react as they would to a pulled cable)."""
+        ends = cable_ends(fabric)
+        by_ns: dict[str, list[str]] = {}
+        for i in cables:
+            for device, ifname in ends[i]:
+                by_ns.setdefault(self.netns(device), []).append(ifname)
+        word = "up" if up else "down"
+        for ns, ifnames in by_ns.items():
+            sh("ip", "-n", ns, "-batch", "-", stdin="".join(f"link set {i} {word}\n" for i in ifnames))
 
 
 def bgp_sessions(summary_json: str) -> tuple[int, int]:

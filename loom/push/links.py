@@ -87,16 +87,23 @@ def links_down(directory: Path) -> list[str]:
         return []
 
 
-def set_links(directory: Path, fabric: Fabric, cables: list[int], up: bool) -> list[str]:
+def set_links(directory: Path, fabric: Fabric, cables: list[int], up: bool, flip=None) -> list[str]:
     """Pull (up=False) or put back the cables; returns what changed, as cable IDs.  A cable
-    already in the wanted state is left alone (the command is idempotent)."""
+    already in the wanted state is left alone (the command is idempotent).  `flip(cables, up)`
+    changes them in the simulation: ibsim's console by default (an Ethernet lab passes its own,
+    `FrrLab.set_cables`); `links-down.json` records them either way."""
     down = links_down(directory)
     keys = [fabric.cable_id(i) for i in cables]
     todo = [(i, k) for i, k in zip(cables, keys) if (k in down) == up]
-    verb = "ReLink" if up else "Unlink"
     if todo:
-        console(directory, [f'{verb} "{name}"[{port}]' for name, port in (switch_end(fabric, i) for i, _ in todo)])
+        (flip or (lambda cs, u: _ibsim_links(directory, fabric, cs, u)))([i for i, _ in todo], up)
     changed = [k for _, k in todo]
     now = sorted(set(down) - set(changed)) if up else sorted(set(down) | set(changed))
     write_atomic(Path(directory) / LINKS_DOWN, json.dumps({"down": now}, indent=1) + "\n")
     return changed
+
+
+def _ibsim_links(directory: Path, fabric: Fabric, cables: list[int], up: bool) -> None:
+    verb = "ReLink" if up else "Unlink"
+    console(directory, [f'{verb} "{name}"[{port}]' for name, port in (switch_end(fabric, i) for i in cables)])
+
