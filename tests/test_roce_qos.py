@@ -179,3 +179,44 @@ def test_configs_into_a_file_is_a_clean_error(tmp_path):
     assert r.exit_code == 0 and "3 devices (15 files)" in r.output
     assert sorted(p.name for p in (tmp_path / "out" / "switches").iterdir()) == ["lab-leaf0", "lab-leaf1", "lab-leaf2"]
     assert not list((tmp_path / "out").rglob(".loom-tmp*"))
+
+
+@pytest.fixture(scope="module")
+def bigraph():
+    """EFLOPS's BiGraph: a priority per part for each lossless class."""
+    from loom.checks.roce_qos import lower_part_nics
+
+    f = load_fabric(TOPO / "eflops-bigraph.yaml")
+    rc = RoceConfigs(f)
+    return rc, {s.name: rc.config_db(s) for s in f.switches}, {n.name: rc.host(n.index) for n in f.nodes}, lower_part_nics(f)
+
+
+def test_a_bigraph_gets_a_lossless_priority_per_part_and_the_pfc_verdict_is_for_them(bigraph):
+    rc, switches, hosts, lower = bigraph
+    r = check_roce_qos(rc.qos, rc.lossless, switches, hosts, lower)
+    assert r["ok"], r["problems"]
+    assert {p["name"]: (p["priority"], p["dscp"]) for p in r["priorities"]}["roce/lower"] == (4, 34) and r["pfc"] == [3, 4]
+    assert len(lower) == 8 and all("-t 136" in hosts[h]["mlnx_qos.sh"] for h in lower)  # ToS = DSCP 34 << 2
+    upper = next(h for h in hosts if h not in lower)
+    assert "-t 104" in hosts[upper]["mlnx_qos.sh"] and "-t 136" not in hosts[upper]["mlnx_qos.sh"]
+    out = runner.invoke(app, ["check", str(TOPO / "eflops-bigraph.yaml"), "--format", "json"])
+    per = json.loads(out.stdout)["qos"]["per_vl"]  # one plane: its verdict at the top level
+    assert set(per) == {"3", "4"} and all(v["deadlock_free"] for v in per.values()), per
+
+
+@pytest.mark.parametrize("plant, expect", [
+    ("host", "needs 136 (DSCP 34) on the BiGraph's lower part"),  # a lower-part NIC marks like the upper part
+    ("switch", "DSCP_TO_TC_MAP sends DSCP 34 to priority 3"),  # the switch folds the parts back onto one priority
+])
+def test_the_per_part_priority_mismatch_is_caught(bigraph, plant, expect):
+    rc, switches, hosts, lower = bigraph
+    if plant == "host":
+        h = sorted(lower)[0]
+        hosts = dict(hosts, **{h: {**hosts[h], "mlnx_qos.sh": hosts[h]["mlnx_qos.sh"].replace("-t 136", "-t 104")}})
+    else:
+        s = sorted(switches)[0]
+        db = copy.deepcopy(switches[s])
+        db["DSCP_TO_TC_MAP"]["AZURE"]["34"] = "3"
+        switches = dict(switches, **{s: db})
+    r = check_roce_qos(rc.qos, rc.lossless, switches, hosts, lower)
+    assert not r["ok"] and any(expect in p for p in r["problems"]), r["problems"]

@@ -71,10 +71,15 @@ def check_qos(walk: Walk, plan: QosPlan, whole_graph_acyclic: bool = False, laye
                         "weight": c.weight, "weight_share": round(c.realised, 4), "isolated": isolated,
                         "destinations": list(c.destinations) if c.destinations else "all", "env": c.env})
     per_vl = {}
+    part = {c.tc: c.part_tc for c in plan.classes if c.part_tc is not None}  # RoCE on a BiGraph: set 1's priority
     for vl, (lids, sources) in vl_destinations(walk, plan).items():
         for k in (0, 1) if layers is not None else (None,):
-            # a VL set without VLs of its own in the plan (a BiGraph part's priority) is named apart
-            key = str(vl + (k or 0) * plan.vl_offset) if k is None or plan.vl_offset else f"{vl}/set{k}"
+            if k is None or plan.vl_offset:
+                key = str(vl + (k or 0) * plan.vl_offset)
+            elif vl in part:
+                key = str(part[vl] if k else vl)
+            else:  # a VL set without VLs of its own in the plan (a BiGraph part on InfiniBand) is named apart
+                key = f"{vl}/set{k}"
             if whole_graph_acyclic:
                 per_vl[key] = {"deadlock_free": True, "cycle": None, "destinations": int(len(lids))}
                 continue

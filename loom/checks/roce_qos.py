@@ -5,7 +5,8 @@ were made from, so a template or table builder that drifts is caught.
 Proves, per switch `config_db.json` and per host's files:
 - DSCP: DSCP_TO_TC_MAP sends every class's DSCP to its priority and the CNP DSCP to the CNP
   priority; hosts mark CNPs with the same DSCP and RDMA traffic with the first lossless
-  class's (ToS = DSCP << 2);
+  class's (ToS = DSCP << 2) — on a BiGraph, a NIC cabled to the lower part with that class's
+  lower-part DSCP, which the switches send to its lower-part priority;
 - priorities: every port's `pfc_enable` and `pfcwd_sw_enable` (PORT_QOS_MAP, with a PFC_WD
   entry) are the model's lossless priorities, and every NIC's `--pfc` vector the same;
 - PGs: TC_TO_PRIORITY_GROUP_MAP gives each lossless priority a PG of its own, and every port's
@@ -28,7 +29,7 @@ from loom.qos.plan import QosPlan
 
 _MLNX = re.compile(r"^mlnx_qos -i (\S+) --trust (\S+) --pfc (\S+) --tsa (\S+) --tcbw (\S+)$", re.M)
 _CNP = re.compile(r"^echo (\d+) > /sys/class/net/(\S+)/ecn/roce_np/cnp_dscp$", re.M)
-_TOS = re.compile(r"cma_roce_tos .* -t (\d+)")
+_TOS = re.compile(r"/sys/class/net/(\S+)/device/infiniband/.*cma_roce_tos .* -t (\d+)")
 _MTU = re.compile(r"^MTUBytes=(\d+)$", re.M)
 
 
@@ -36,7 +37,8 @@ def check_switch(name: str, db: dict, plan: QosPlan, ll: Lossless, host_mtu: int
     """Problems of one switch's config_db against the model's classes."""
     out = []
     pfc = ",".join(map(str, ll.pfc))
-    want_dscp = {str(c.dscp): str(c.tc) for c in plan.classes} | {str(ll.cnp_dscp): str(ll.cnp_tc)}
+    want_dscp = {str(c.dscp): str(c.tc) for c in plan.classes} | {str(ll.cnp_dscp): str(ll.cnp_tc)} | \
+        {str(c.part_dscp): str(c.part_tc) for c in plan.classes if c.part_tc is not None}
 
     def table(key: str) -> dict:
         return db.get(key, {})
@@ -90,8 +92,10 @@ def check_switch(name: str, db: dict, plan: QosPlan, ll: Lossless, host_mtu: int
     return out
 
 
-def check_host(name: str, files: dict[str, str], plan: QosPlan, ll: Lossless) -> tuple[list[str], set[int]]:
-    """Problems of one host's NIC settings against the model's classes, and the MTUs it sets."""
+def check_host(name: str, files: dict[str, str], plan: QosPlan, ll: Lossless,
+               lower: frozenset[str] = frozenset()) -> tuple[list[str], set[int]]:
+    """Problems of one host's NIC settings against the model's classes, and the MTUs it sets;
+    `lower`: its NICs cabled to a BiGraph's lower part."""
     out = []
     script = files.get("mlnx_qos.sh", "")
     pfc_vector = ",".join("1" if t in ll.pfc else "0" for t in range(8))
@@ -111,9 +115,11 @@ def check_host(name: str, files: dict[str, str], plan: QosPlan, ll: Lossless) ->
     for dscp, nic in _CNP.findall(script):
         if int(dscp) != ll.cnp_dscp:
             out.append(f"{name} {nic}: sends CNPs with DSCP {dscp}, the switches expect {ll.cnp_dscp}")
-    tos = _TOS.findall(script)
-    if ll.roce_dscp is not None and any(int(t) != ll.roce_dscp << 2 for t in tos):
-        out.append(f"{name}: RDMA traffic marked with ToS {tos[0]}, the lossless class needs {ll.roce_dscp << 2} (DSCP {ll.roce_dscp})")
+    for nic, tos in _TOS.findall(script):
+        dscp = ll.part_roce_dscp if nic in lower and ll.part_roce_dscp is not None else ll.roce_dscp
+        if dscp is not None and int(tos) != dscp << 2:
+            out.append(f"{name} {nic}: RDMA traffic marked with ToS {tos}, the lossless class needs {dscp << 2} (DSCP {dscp})"
+                       + (" on the BiGraph's lower part" if nic in lower else ""))
     mtus = {int(m) for text in files.values() for m in _MTU.findall(text)}
     for m in mtus:
         if m < ll.roce_mtu + ROCE_OVERHEAD:
@@ -121,13 +127,14 @@ def check_host(name: str, files: dict[str, str], plan: QosPlan, ll: Lossless) ->
     return out, mtus
 
 
-def check_roce_qos(plan: QosPlan, ll: Lossless, switches: dict[str, dict], hosts: dict[str, dict[str, str]]) -> dict:
+def check_roce_qos(plan: QosPlan, ll: Lossless, switches: dict[str, dict], hosts: dict[str, dict[str, str]],
+                   lower: dict[str, frozenset[str]] | None = None) -> dict:
     """Every switch's config_db and every host's files given, against the classes; the JSON of
-    `loom check`'s `roce_qos`."""
+    `loom check`'s `roce_qos`.  `lower`: host → its NICs cabled to a BiGraph's lower part."""
     problems = []
     host_mtus: set[int] = set()
     for name, files in hosts.items():
-        p, mtus = check_host(name, files, plan, ll)
+        p, mtus = check_host(name, files, plan, ll, (lower or {}).get(name, frozenset()))
         problems += p
         host_mtus |= mtus
     if len(host_mtus) > 1:
@@ -140,6 +147,8 @@ def check_roce_qos(plan: QosPlan, ll: Lossless, switches: dict[str, dict], hosts
         "switches": len(switches),
         "hosts": len(hosts),
         "priorities": [{"name": c.name, "priority": c.tc, "dscp": c.dscp, "lossless": c.lossless} for c in plan.classes]
+        + [{"name": f"{c.name}/lower", "priority": c.part_tc, "dscp": c.part_dscp, "lossless": True}
+           for c in plan.classes if c.part_tc is not None]
         + [{"name": "cnp", "priority": ll.cnp_tc, "dscp": ll.cnp_dscp, "lossless": False}],
         "pfc": list(ll.pfc),
         "mtu": {"switch": ll.switch_mtu, "host": host_mtu, "roce": ll.roce_mtu},
@@ -174,6 +183,17 @@ def check_fabric(fabric) -> dict:
         nodes = _ends(nodes, lambda n: n.node_type)
     rc = RoceConfigs(fabric, switches={s.index for s in switches})
     report = check_roce_qos(rc.qos, rc.lossless, {s.name: rc.config_db(s) for s in switches},
-                            {n.name: rc.host(n.index) for n in nodes})
+                            {n.name: rc.host(n.index) for n in nodes}, lower_part_nics(fabric))
     report["sampled"] = len(switches) < len(fabric.switches) or len(nodes) < len(cabled)
     return report
+
+
+def lower_part_nics(fabric) -> dict[str, frozenset[str]]:
+    """Host → its NIC interfaces cabled to a BiGraph's lower part."""
+    from loom.render.roce import host_ifname, lower_part_ports
+
+    out: dict[str, set[str]] = {}
+    for i in lower_part_ports(fabric):
+        p = fabric.ports[i]
+        out.setdefault(fabric.nodes[p.node].name, set()).add(host_ifname(p))
+    return {k: frozenset(v) for k, v in out.items()}

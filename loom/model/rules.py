@@ -490,9 +490,12 @@ def qos(model: Model) -> Iterator[Finding]:
                           "set isolated: false on classes that may share, or use ports with more VLs")
     else:
         lossless = [c.name for c in classes if c.lossless]
-        if len(lossless) > lim.lossless_priorities:
+        per_class = 2 if any(isinstance(z, BiGraph) for z in model.zones) else 1  # a priority per BiGraph part
+        if len(lossless) * per_class > min(lim.lossless_priorities, 6):
             yield Finding(("qos", "limits", "lossless_priorities"),
-                          f"{len(lossless)} lossless classes ({', '.join(lossless)}) but only {lim.lossless_priorities} PFC priorities",
+                          f"{len(lossless)} lossless classes ({', '.join(lossless)})"
+                          + (" need two PFC priorities each on a BiGraph (one per part)" if per_class > 1 else "")
+                          + f" but only {min(lim.lossless_priorities, 6)} PFC priorities are available",
                           "make some classes lossy, or use switches with more lossless priorities")
         isolated = [c.name for c in classes if c.isolated]
         if len(isolated) + (1 if len(isolated) < len(classes) else 0) > lim.queues:

@@ -69,6 +69,7 @@ class Lossless:
     cnp_dscp: int
     cnp_tc: int
     roce_dscp: int | None  # the DSCP RoCE traffic is sent with (the first lossless class's)
+    part_roce_dscp: int | None = None  # a BiGraph: what NICs on the lower part's switches send it with
     switch_mtu: int = SWITCH_MTU
     host_mtu: int = HOST_MTU
     roce_mtu: int = ROCE_MTU
@@ -87,14 +88,24 @@ def roce_plan(model: Model) -> QosPlan:
 
 def dwrr_weights(plan: QosPlan) -> dict[int, int]:
     """Priority → its class's DWRR (switch) and ETS (NIC) weight in percent: the shares rounded,
-    the first (default) class taking the remainder so the weights add up to 100."""
-    pct = {c.tc: round(c.share * 100) for c in plan.classes}
+    the first (default) class taking the remainder so the weights add up to 100.  A class with a
+    priority per BiGraph part splits its share between the two."""
+    pct = {}
+    for c in plan.classes:
+        if c.part_tc is None:
+            pct[c.tc] = round(c.share * 100)
+        else:
+            pct[c.tc] = round(c.share * 50)
+            pct[c.part_tc] = round(c.share * 50)
     pct[plan.classes[0].tc] += 100 - sum(pct.values())
     return pct
 
 
 def lossless_plan(plan: QosPlan, cnp_dscp: int = 48) -> Lossless:
     lossless = [c for c in plan.classes if c.lossless]
-    return Lossless(pfc=tuple(sorted(c.tc for c in lossless)),
-                    dscp_to_tc={**{c.dscp: c.tc for c in plan.classes}, cnp_dscp: CNP_TC},
-                    cnp_dscp=cnp_dscp, cnp_tc=CNP_TC, roce_dscp=lossless[0].dscp if lossless else None)
+    parts = [c for c in lossless if c.part_tc is not None]
+    return Lossless(pfc=tuple(sorted([c.tc for c in lossless] + [c.part_tc for c in parts])),
+                    dscp_to_tc={**{c.dscp: c.tc for c in plan.classes}, **{c.part_dscp: c.part_tc for c in parts},
+                                cnp_dscp: CNP_TC},
+                    cnp_dscp=cnp_dscp, cnp_tc=CNP_TC, roce_dscp=lossless[0].dscp if lossless else None,
+                    part_roce_dscp=lossless[0].part_dscp if lossless else None)

@@ -31,7 +31,7 @@ percent (`loom.qos.lossless` derives the buffers, and `loom.render.sonic` the ta
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loom.model.rules import direction_split
 from loom.model.schema import Model, TrafficClass
@@ -61,6 +61,10 @@ class ClassQos:
     lossless: bool
     destinations: tuple[str, ...] | None
     env: dict[str, str] = field(default_factory=dict)
+    #: RoCE on a BiGraph (EFLOPS): a lossless class's priority and DSCP for traffic that starts in
+    #: the lower part (`loom.model.rules.zone_layers` set 1); `tc`/`dscp` carry the upper part's
+    part_tc: int | None = None
+    part_dscp: int | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,8 @@ def plan_qos(model: Model) -> QosPlan | None:
         v = vl_of[c.name]
         out.append(ClassQos(c.name, i, v, tc, dscp, c.share / total, weights[v], weights[v] / wsum,
                             c.isolated, c.lossless, tuple(c.destinations) if c.destinations else None, env))
+    if model.technology == "ethernet" and any(z.kind == "bigraph" for z in model.zones):
+        out = _part_priorities(out)
     default_vl = out[0].vl
     n = len(out) if split else 0
     sl2vl = tuple(out[sl].vl if sl < len(out) else out[sl - n].vl + vls if sl < 2 * n else default_vl for sl in range(SLS))
@@ -137,3 +143,23 @@ def plan_qos(model: Model) -> QosPlan | None:
     limit = model.qos.limits.data_vls if model.qos else 8
     return QosPlan(tuple(out), sl2vl, arb, (), 0, limit, 0.5 * (1 + len(arb)) / sum(w for _, w in arb) * (2 if split else 1),
                    n, vls if split else 0)
+
+
+def _part_priorities(classes: list[ClassQos]) -> list[ClassQos]:
+    """A second priority per lossless class for traffic from a BiGraph's lower part (the
+    priorities lossless classes take, not yet taken), with the AF DSCP of that priority
+    (the next free one if the model uses it).  On one priority the two parts' 2-hop paths close
+    PFC pause loops; on a priority per part neither can (`loom check` proves it per set)."""
+    used_tcs = {c.tc for c in classes} | {CNP_TC}
+    free = [t for t in LOSSLESS_TCS if t not in used_tcs]
+    used_dscp = {c.dscp for c in classes} | {48}
+    out = []
+    for c in classes:
+        if c.lossless:
+            tc = free.pop(0)  # enough: the model's rules allow at most 3 lossless classes on a BiGraph
+            dscp = next(d for d in range(8 * tc + 2, 64) if d not in used_dscp)
+            used_dscp.add(dscp)
+            c = replace(c, part_tc=tc, part_dscp=dscp)
+        out.append(c)
+    return out
+

@@ -241,8 +241,13 @@ class RoceConfigs:
         name = self.f.nodes[node].name
         files = {f"10-loom-{n['ifname']}.network": render("host/networkd.network.j2", nic=n) for n in nics}
         files["loom-routes.sh"] = render("host/routes.sh.j2", node=name, nics=nics)
-        files["mlnx_qos.sh"] = mlnx_qos(self.qos, self.lossless, name, [n["ifname"] for n in nics])
+        files["mlnx_qos.sh"] = mlnx_qos(self.qos, self.lossless, name,
+                                        [(host_ifname(p), p.index in self._lower) for p in ports])
         return files
+
+    @cached_property
+    def _lower(self) -> set[int]:
+        return lower_part_ports(self.f)
 
 
     # ------------------------------------------------------------------ every device
@@ -262,21 +267,34 @@ def selected(f: Fabric, pattern: str = "*") -> list[Switch | int]:
         [n.index for n in f.nodes if n.index in cabled and fnmatch(n.name, pattern)]
 
 
+def lower_part_ports(f: Fabric) -> set[int]:
+    """NIC ports cabled to a BiGraph's lower part: their RoCE traffic takes the lower part's
+    priority (`loom.qos.plan.ClassQos.part_tc`)."""
+    c = f.cables
+    host = (c.a_kind == HOST).nonzero()[0]
+    return {int(c.a_dev[i]) for i in host if f.switches[int(c.b_dev[i])].role == "lower"}
+
+
 def host_ifname(p) -> str:
     """A host NIC port's interface (the live simulation names its veth end the same)."""
     return p.nic if p.port == 1 else f"{p.nic}p{p.port}"
 
 
-def mlnx_qos(plan: QosPlan, ll: Lossless, node: str, nics: list[str]) -> str:
+def mlnx_qos(plan: QosPlan, ll: Lossless, node: str, nics: list[tuple[str, bool]]) -> str:
     """The NICs' side of the lossless set, in the switches' priorities: DSCP trust, PFC on the
     lossless priorities, ETS with the classes' weights (the CNP priority strict), ECN on the
-    lossless priorities, CNPs marked with the CNP DSCP, RoCE traffic with the RoCE DSCP."""
+    lossless priorities, CNPs marked with the CNP DSCP, RoCE traffic with the RoCE DSCP — on a
+    NIC cabled to a BiGraph's lower part (`nics`: (interface, lower?)), the lower part's."""
     pct = dwrr_weights(plan)
-    return render("host/mlnx_qos.sh.j2", node=node, nics=nics, pfc=list(ll.pfc), cnp_dscp=ll.cnp_dscp,
-                  pfc_vector=",".join("1" if t in ll.pfc else "0" for t in range(8)),
+
+    def tos(lower: bool) -> int | None:
+        dscp = ll.part_roce_dscp if lower and ll.part_roce_dscp is not None else ll.roce_dscp
+        return None if dscp is None else dscp << 2
+
+    return render("host/mlnx_qos.sh.j2", node=node, nics=[{"name": n, "tos": tos(lower)} for n, lower in nics],
+                  pfc=list(ll.pfc), cnp_dscp=ll.cnp_dscp, pfc_vector=",".join("1" if t in ll.pfc else "0" for t in range(8)),
                   tsa=",".join("strict" if t == ll.cnp_tc else "ets" for t in range(8)),
-                  tcbw=",".join(str(pct.get(t, 0)) for t in range(8)),
-                  tos=None if ll.roce_dscp is None else ll.roce_dscp << 2)
+                  tcbw=",".join(str(pct.get(t, 0)) for t in range(8)))
 
 
 def switch_config(t: Tables, row: int, *_compat) -> dict[str, str]:

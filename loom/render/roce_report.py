@@ -50,7 +50,7 @@ def print_plane(out: Console, name: str, p: dict) -> None:
     if q:
         for prob in q["problems"]:
             out.print(f"    [red]{escape(prob)}[/red]", highlight=False)
-    if p.get("part_vls") and not p["deadlock_free_single_vl"]:
+    if p.get("part_vls") and not p["deadlock_free_single_vl"] and q and any("/set" in k for k in q["per_vl"]):
         out.print("  [yellow]warning:[/yellow] the PFC verdict counts traffic from each BiGraph part on a priority of its own "
                   "(EFLOPS); `loom configs` gives each lossless class one priority, on which this routing is NOT free of "
                   "PFC deadlock")

@@ -67,7 +67,7 @@ def qos_tables(plan: QosPlan, ll: Lossless, ports: list[SonicPort]) -> dict:
         "TC_TO_PRIORITY_GROUP_MAP": {MAP: {str(t): str(t if t in ll.pfc else 0) for t in range(8)}},
         "TC_TO_QUEUE_MAP": {MAP: {str(t): str(t) for t in range(8)}},
         "MAP_PFC_PRIORITY_TO_QUEUE": {MAP: {str(t): str(t) for t in range(8)}},
-        "SCHEDULER": {**{f"scheduler.{c.name}": {"type": "DWRR", "weight": str(weights[c.tc])} for c in plan.classes},
+        "SCHEDULER": {**{name: {"type": "DWRR", "weight": str(weights[t])} for t, name in schedulers(plan).items()},
                       CNP_SCHEDULER: {"type": "STRICT"}},
         "WRED_PROFILE": {LOSSLESS_WRED: {"ecn": "ecn_all", "wred_green_enable": "true", "wred_yellow_enable": "true",
                                          "wred_red_enable": "true", **{f"{colour}_{k}": str(v) for colour in ("green", "yellow", "red")
@@ -89,8 +89,7 @@ def qos_tables(plan: QosPlan, ll: Lossless, ports: list[SonicPort]) -> dict:
         "PORT_QOS_MAP": {}, "QUEUE": {}, "BUFFER_PG": {}, "BUFFER_QUEUE": {}, "CABLE_LENGTH": {MAP: {}},
         "PFC_WD": {"GLOBAL": {"POLL_INTERVAL": str(PFCWD["poll_interval"])}},
     }
-    sched = {c.tc: f"scheduler.{c.name}" for c in plan.classes}
-    sched[ll.cnp_tc] = CNP_SCHEDULER
+    sched = {**schedulers(plan), ll.cnp_tc: CNP_SCHEDULER}
     for p in ports:
         n = p.name
         tables["PORT_QOS_MAP"][n] = {"dscp_to_tc_map": MAP, "tc_to_queue_map": MAP, "tc_to_pg_map": MAP,
@@ -109,6 +108,13 @@ def qos_tables(plan: QosPlan, ll: Lossless, ports: list[SonicPort]) -> dict:
         tables["PFC_WD"][n] = {"action": PFCWD["action"], "detection_time": str(PFCWD["detection_time"]),
                                "restoration_time": str(PFCWD["restoration_time"])}
     return tables
+
+
+def schedulers(plan: QosPlan) -> dict[int, str]:
+    """Priority → its DWRR scheduler: the class's, and `.lower` for a BiGraph's lower part."""
+    out = {c.tc: f"scheduler.{c.name}" for c in plan.classes}
+    out |= {c.part_tc: f"scheduler.{c.name}.lower" for c in plan.classes if c.part_tc is not None}
+    return out
 
 
 def _entry(value) -> str:
