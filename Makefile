@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr frr-pythontools iputils-ping debootstrap openssh-server slurmctld slurm-client postgresql redis-server
 
-.PHONY: setup apt-deps tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-push bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
 setup: $(VENV)/.installed apt-deps tf-tools
 
@@ -83,7 +83,13 @@ netbox-cache: setup
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"
 
-bench: bench-expand bench-routing bench-roce bench-configs bench-failures bench-netbox
+# every bench; each prints its figures beside their targets (MISS marks a miss) and all of them
+# land in bench/results/<time>.json (`python bench/compare.py OLD NEW` compares two runs)
+bench: setup netbox-cache
+	@out=bench/results/$$(date +%Y%m%d-%H%M%S); status=0; \
+	for b in expand routing roce configs failures push netbox; do \
+		LOOM_BENCH_OUT=$$out $(MAKE) --no-print-directory bench-$$b || status=1; done; \
+	$(BIN)/python bench/figures.py join $$out; exit $$status
 
 bench-expand: setup
 	$(BIN)/python bench/expand.py
@@ -101,6 +107,10 @@ bench-failures: setup
 
 bench-routing: setup
 	$(BIN)/python bench/routing.py
+
+# no-change plan (target 5 s), full apply with QoS (target 10 s) and the read-back ceiling, two zones
+bench-push: setup
+	$(BIN)/python bench/push.py
 
 # first apply of $(FABRIC) to a fresh NetBox (target 3 min) and a no-change plan (target 20 s)
 bench-netbox: netbox-cache

@@ -19,6 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.figures import Figures  # noqa: E402
 
 
 def run(args: list[str]) -> tuple[float, float, float, str]:
@@ -36,6 +39,7 @@ def run(args: list[str]) -> tuple[float, float, float, str]:
 
 def main() -> int:
     model = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "topology" / "roce-4plane.yaml"
+    report = Figures("configs")
     t = Table(title=f"loom configs {model.name}, 2 shared cores")
     for col in ("what", "run", "wall s", "CPU s", "peak RSS GB", "written", "target"):
         t.add_column(col)
@@ -45,7 +49,12 @@ def main() -> int:
             for n in (1, 2):
                 wall, cpu, rss, line = run(["configs", str(model), "--out", f"{tmp}/{n}", *extra])
                 t.add_row(what, str(n), f"{wall:.1f}", f"{cpu:.1f}", f"{rss:.2f}", line.removeprefix("wrote configs of "), target)
-    Console(width=160).print(t)
+                report.add(f"{model.stem}: configs, {what} (run {n})", wall, "s", target=float(target.split()[1]),
+                           note=f"CPU {cpu:.1f} s; {line.removeprefix('wrote configs of ')}")
+    console = Console(width=160)
+    console.print(t)
+    console.print(report.table())
+    report.save()
     return 0
 
 

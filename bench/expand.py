@@ -14,6 +14,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.figures import Figures  # noqa: E402
+
 CHILD = r"""
 import json, resource, sys, time, tracemalloc
 from loom.model import load_model
@@ -34,6 +38,7 @@ print(json.dumps({"load_s": t1 - t0, "lock_s": tl - t1, "expand_s": t2 - tl, "py
 def main(paths: list[str]) -> None:
     root = Path(__file__).resolve().parent.parent
     paths = paths or sorted(str(p) for p in (root / "topology").glob("*.yaml"))
+    report = Figures("expand")
     t = Table(title="loom: model load + expansion, one process per fabric")
     for col in ("fabric", "switches", "NIC ports", "cables", "GPUs", "load s", "lock s", "expand s", "py peak MB", "max RSS MB"):
         t.add_column(col, justify="right" if col != "fabric" else "left")
@@ -42,7 +47,12 @@ def main(paths: list[str]) -> None:
         r = json.loads(res.stdout)
         t.add_row(Path(p).stem, str(r["switches"]), str(r["ports"]), str(r["cables"]), str(r["gpus"]),
                   f"{r['load_s']:.2f}", f"{r['lock_s']:.2f}", f"{r['expand_s']:.2f}", f"{r['py_peak_mb']:.0f}", f"{r['rss_mb']:.0f}")
-    Console(width=150).print(t)
+        report.add(f"{Path(p).stem}: load + lock + expand", r["load_s"] + r["lock_s"] + r["expand_s"], "s")
+        report.add(f"{Path(p).stem}: peak RSS", r["rss_mb"] / 1024, "GB")
+    console = Console(width=150)
+    console.print(t)
+    console.print(report.table())
+    report.save()
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ from loom.routing import subnet  # noqa: E402
 from loom.routing.asbuilt import affected_destinations  # noqa: E402
 from loom.routing.updown import UpDown  # noqa: E402
 
+from bench.figures import Figures  # noqa: E402
+
 TARGET_S = 2.0
 EVENTS = {"fire-flyer-2": [("one leaf–spine cable", ["z0-leaf3/30"]), ("one spine", ["z0-spine4"])],
           "tiny": [("one leaf–spine cable", ["z0-leaf0/5"]), ("one spine", ["z0-spine1"])]}
@@ -120,6 +122,15 @@ def main(model: Path) -> int:
                   f"{ft['entries']} ({ft['engine_used']})" if ft else "", f"{ft['seconds']:.2f}" if ft else "",
                   str(up["entries"]) if up else "", f"{up['seconds']:.2f}" if up else "")
     console.print(t)
+    report = Figures("failures")
+    for r in rows:
+        report.add(f"{fabric.name}: {r['event']}: watcher detection → verified tables", r["watcher_s"], "s", target=TARGET_S)
+        report.add(f"{fabric.name}: {r['event']}: entries the watcher changed", r["entries"], "entries")
+        for eng in ("ftree", "updn"):
+            if r.get(eng):
+                report.add(f"{fabric.name}: {r['event']}: entries OpenSM {eng} changed (same run)", r[eng]["entries"], "entries")
+    console.print(report.table())
+    report.save()
     return 0 if all(r["ok"] for r in rows) else 1
 
 

@@ -21,6 +21,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.figures import Figures  # noqa: E402
 from tests.netboxlab import VERSION, NetBox  # noqa: E402
 
 TARGETS = {"first apply": 180.0, "no-change plan": 20.0}
@@ -47,10 +48,14 @@ def main(model: str) -> int:
     t = Table(title=f"loom netbox on {Path(model).stem} (NetBox {VERSION} on 127.0.0.1, {os.cpu_count()} cores)")
     for col in ("step", "seconds", "target s", "within", "exit", "last line"):
         t.add_column(col, justify="left" if col in ("step", "last line") else "right")
+    report = Figures("netbox")
     for name, secs, target, code, last in rows:
         t.add_row(name, f"{secs:.1f}", f"{target:.0f}", "yes" if secs <= target else "NO", str(code), last[:90])
         failed |= secs > target
+        report.add(f"{Path(model).stem}: {name}", secs, "s", target=target, note=f"exit {code}")
     con.print(t)
+    con.print(report.table())
+    report.save()
     return 1 if failed else 0
 
 

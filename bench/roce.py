@@ -8,6 +8,7 @@ Run: `make bench-roce` or `.venv/bin/python bench/roce.py`.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -18,6 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.figures import Figures  # noqa: E402
 
 
 MODELS = (("roce-4plane", "4 planes × 8,192 NIC ports, 768 switches"),
@@ -25,6 +29,7 @@ MODELS = (("roce-4plane", "4 planes × 8,192 NIC ports, 768 switches"),
 
 
 def main() -> int:
+    report = Figures("roce")
     t = Table(title="loom check on the multi-plane fabrics, 2 cores")
     for col in ("model", "run", "wall s", "peak RSS GB", "planes ok", "eBB", "target"):
         t.add_column(col)
@@ -39,7 +44,15 @@ def main() -> int:
             ok = sum(p["reachable"] and p["deadlock_free"] and p["balance"]["within_bound"] for p in d["planes"])
             t.add_row(f"{name} ({what})", str(run), f"{wall:.1f}", f"{rss:.2f}", f"{ok}/{len(d['planes'])}",
                       str(d["planes"][0]["ebb"]), "≤ 10 s, ≤ 4 GB")
-    Console(width=140).print(t)
+            report.add(f"{name}: loom check (run {run})", wall, "s", target=10,
+                       note=f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+            report.add(f"{name}: loom check peak RSS (run {run})", rss, "GB", target=4)
+            report.add(f"{name}: planes passing (run {run})", ok, f"of {len(d['planes'])}", target=len(d["planes"]),
+                       better="higher")
+    console = Console(width=140)
+    console.print(t)
+    console.print(report.table())
+    report.save()
     return 0
 
 

@@ -32,6 +32,8 @@ from loom.push.sim import SimFabric, ibdmchk, tools_missing  # noqa: E402
 from loom.render.opensm import guid2lid, lfts_dump, tables_from_dump  # noqa: E402
 from loom.routing import route  # noqa: E402
 
+from bench.figures import Figures  # noqa: E402
+
 MODELS = [ROOT / "bench/models/ff2-one-zone.yaml", ROOT / "topology/fire-flyer-2.yaml", ROOT / "bench/models/ft3-large.yaml",
           ROOT / "bench/models/oversubscribed-2to1.yaml", ROOT / "bench/models/odd-11x7.yaml",
           ROOT / "bench/models/partly-populated.yaml", ROOT / "bench/models/degraded-zone.yaml"]
@@ -126,6 +128,21 @@ def main(models: list[str]) -> int:
                   r["storage"], r["iz"],
                   f"{r['ebb']:.3f}", "yes" if r["deadlock_free"] else "NO", str(r["unreachable"]))
     console.print(b)
+    report = Figures("routing")
+    for r in rows:
+        loom = r["loom_route"] + r["loom_check"]
+        report.add(f"{r['fabric']}: loom route + full check", loom, "s")
+        report.add(f"{r['fabric']}: OpenSM ftree + ibdmchk / loom (same run)", (r["opensm_ftree"] + r["ibdmchk"]) / loom, "×",
+                   target=20, better="higher")
+    for r in bal:
+        ftree = next((x for x in bal if x["fabric"] == r["fabric"] and x["engine"] == "opensm ftree"), None)
+        if r["engine"] == "loom fattree" and ftree is not None and isinstance(r["spine_down"], int):
+            like = not ftree["unreachable"] and isinstance(ftree["spine_down"], int)
+            report.add(f"{r['fabric']}: spine-down max destinations per port", r["spine_down"], "",
+                       target=ftree["spine_down"] if like else None,
+                       note="target: OpenSM ftree's in the same run" if like else "ftree drops pairs: no like-for-like target")
+    console.print(report.table())
+    report.save()
     return 0
 
 

@@ -1,0 +1,100 @@
+"""Plan and apply benchmark on the simulated two-zone fabric (issue 24): a no-change plan
+(target ≤ 5 s), a full apply with QoS (target ≤ 10 s), a routing-only apply, and what bounds
+them: the QoS read-back's SMPs per second beside the CPU that ibsim and Loom's readers spend
+on them (2 cores: when the two together use both, the simulation is the ceiling).
+
+Run: `make bench-push` or `.venv/bin/python bench/push.py [MODEL]`.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.figures import Figures  # noqa: E402
+from loom.expand import load_fabric  # noqa: E402
+from loom.expand.failures import parse_failures, without  # noqa: E402
+from loom.push.apply import apply_tables  # noqa: E402
+from loom.push.qos_readback import qos_jobs  # noqa: E402
+from loom.push.sim import tools_missing  # noqa: E402
+from loom.push.target import SimTarget  # noqa: E402
+from loom.render.opensm import tables_from_dump  # noqa: E402
+from loom.routing import get_engine, subnet  # noqa: E402
+
+
+def loom(*args: str) -> tuple[float, int, str]:
+    """(wall s, exit code, the line that says what happened: its outcome, else the last)."""
+    t0 = time.perf_counter()
+    r = subprocess.run([str(ROOT / ".venv/bin/loom"), *args], capture_output=True, text=True)
+    lines = (r.stdout + r.stderr).strip().splitlines() or [""]
+    said = next((l for l in lines if any(w in l for w in ("applied and verified", "No changes", "refused", "failed"))), lines[-1])
+    return time.perf_counter() - t0, r.returncode, said.strip()
+
+
+def cpu_of(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main(model: Path) -> int:
+    console = Console(width=160)
+    if tools_missing():
+        console.print(f"missing: {tools_missing()} — run `make setup`")
+        return 1
+    fabric = load_fabric(model)
+    report = Figures("push")
+    name = fabric.name
+    with tempfile.TemporaryDirectory(prefix="loom-bench-push-") as tmp:
+        os.environ["LOOM_STATE_DIR"] = tmp
+        console.print(f"{name}: sim up ...")
+        loom("sim", "up", str(model))
+        try:
+            secs, code, last = loom("plan", str(model), "--out", f"{tmp}/first.json")
+            report.add(f"{name}: first plan (OpenSM's minhop live)", secs, "s", note=f"exit {code}")
+            secs, code, last = loom("apply", f"{tmp}/first.json")
+            report.add(f"{name}: full apply with QoS (restart, read back everything)", secs, "s", target=10,
+                       note=last[:70] if code == 0 else f"FAILED: {last[:60]}")
+            secs, code, last = loom("plan", str(model))
+            report.add(f"{name}: no-change plan", secs, "s", target=5, note="No changes" if code == 0 else f"exit {code}")
+            # routing only: tables routed around a cable put in by loom, then the plan back
+            target = SimTarget.of(name)
+            design = tables_from_dump(subnet(fabric, 0), target.read_lfts(), "design")
+            around = get_engine("fattree").repair(subnet(without(fabric, parse_failures(fabric, ["z0-leaf3/30"])), 0), design)
+            apply_tables(target, model, around, "bench")
+            loom("plan", str(model), "--out", f"{tmp}/back.json")
+            secs, code, last = loom("apply", f"{tmp}/back.json")
+            report.add(f"{name}: routing-only apply (OpenSM re-reads, changed blocks read back)", secs, "s",
+                       note=last[:70] if code == 0 else f"FAILED: {last[:60]}")
+            # the ceiling: the QoS read-back's SMPs, and the CPU ibsim and the readers spend on them
+            sn = subnet(fabric, 0)
+            smps = sum(len(j["ins"] or [0]) + 2 for j in qos_jobs(sn, target.d.sm_host))
+            ibsim = target.d.pid("ibsim")
+            before, kids, t0 = cpu_of(ibsim), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            target.read_qos(sn)
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            readers = (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
+            sim_cpu = cpu_of(ibsim) - before
+            report.add(f"{name}: QoS read-back", wall, "s", note=f"{smps:,} SMPs")
+            report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s")
+            report.add(f"{name}: CPU busy during the read-back (ibsim + readers)", (readers + sim_cpu) / wall / os.cpu_count() * 100,
+                       "% of all cores", note=f"ibsim {sim_cpu:.1f} s, readers {readers:.1f} s, in {wall:.1f} s")
+        finally:
+            loom("sim", "down", "--force", str(model))
+    console.print(report.table())
+    report.save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "topology/fire-flyer-2.yaml"))
