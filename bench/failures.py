@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +30,6 @@ from loom.expand import load_fabric  # noqa: E402
 from loom.expand.failures import parse_failures, without  # noqa: E402
 from loom.push.links import set_links  # noqa: E402
 from loom.push.recompute import opensm_recompute  # noqa: E402
-from loom.push.sim import tools_missing  # noqa: E402
 from loom.push.target import SimTarget  # noqa: E402
 from loom.push.watch import Watcher  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
@@ -40,6 +38,7 @@ from loom.routing.asbuilt import affected_destinations  # noqa: E402
 from loom.routing.updown import UpDown  # noqa: E402
 
 from bench.figures import Figures  # noqa: E402
+from bench.simtools import sim_console  # noqa: E402
 
 TARGET_S = 2.0
 EVENTS = {"fire-flyer-2": [("one leaf–spine cable", ["z0-leaf3/30"]), ("one spine", ["z0-spine4"])],
@@ -61,9 +60,8 @@ def wait_for_sweep(w: Watcher, timeout: float = 60) -> float:
 
 
 def main(model: Path) -> int:
-    console = Console(width=170)
-    if tools_missing():
-        console.print(f"missing: {tools_missing()} — run `make setup`")
+    console = sim_console(170)
+    if console is None:
         return 1
     fabric = load_fabric(model)
     rows = []

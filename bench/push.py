@@ -16,17 +16,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.figures import Figures  # noqa: E402
+from bench.simtools import sim_console  # noqa: E402
 from loom.expand import load_fabric  # noqa: E402
 from loom.expand.failures import parse_failures, without  # noqa: E402
 from loom.push.apply import apply_tables  # noqa: E402
 from loom.push.qos_readback import qos_jobs  # noqa: E402
-from loom.push.sim import tools_missing  # noqa: E402
 from loom.push.target import SimTarget  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
 from loom.routing import get_engine, subnet  # noqa: E402
@@ -47,9 +46,8 @@ def cpu_of(pid: int) -> float:
 
 
 def main(model: Path) -> int:
-    console = Console(width=160)
-    if tools_missing():
-        console.print(f"missing: {tools_missing()} — run `make setup`")
+    console = sim_console(160)
+    if console is None:
         return 1
     fabric = load_fabric(model)
     report = Figures("push")
