@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from loom.checks.roce_qos import check_fabric, check_roce_qos
+from loom.checks.roce_qos import check_fabric, check_roce_qos, lower_part_nics
 from loom.cli import app
 from loom.expand import load_fabric
 from loom.render.roce import RoceConfigs
@@ -42,7 +42,7 @@ def lab(tmp_path_factory):
 
 
 def check(rc, switches, hosts):
-    return check_roce_qos(rc.qos, rc.lossless, switches, hosts)
+    return check_roce_qos(rc.qos, rc.lossless, switches, hosts, lower_part_nics(rc.f))
 
 
 @pytest.mark.parametrize("name", ETHERNET)
@@ -184,8 +184,6 @@ def test_configs_into_a_file_is_a_clean_error(tmp_path):
 @pytest.fixture(scope="module")
 def bigraph():
     """EFLOPS's BiGraph: a priority per part for each lossless class."""
-    from loom.checks.roce_qos import lower_part_nics
-
     f = load_fabric(TOPO / "eflops-bigraph.yaml")
     rc = RoceConfigs(f)
     return rc, {s.name: rc.config_db(s) for s in f.switches}, {n.name: rc.host(n.index) for n in f.nodes}, lower_part_nics(f)

@@ -128,13 +128,14 @@ def check_host(name: str, files: dict[str, str], plan: QosPlan, ll: Lossless,
 
 
 def check_roce_qos(plan: QosPlan, ll: Lossless, switches: dict[str, dict], hosts: dict[str, dict[str, str]],
-                   lower: dict[str, frozenset[str]] | None = None) -> dict:
+                   lower: dict[str, frozenset[str]]) -> dict:
     """Every switch's config_db and every host's files given, against the classes; the JSON of
-    `loom check`'s `roce_qos`.  `lower`: host → its NICs cabled to a BiGraph's lower part."""
+    `loom check`'s `roce_qos`.  `lower`: host → its NICs cabled to a BiGraph's lower part
+    (`lower_part_nics`; required, since those NICs mark RoCE differently)."""
     problems = []
     host_mtus: set[int] = set()
     for name, files in hosts.items():
-        p, mtus = check_host(name, files, plan, ll, (lower or {}).get(name, frozenset()))
+        p, mtus = check_host(name, files, plan, ll, lower.get(name, frozenset()))
         problems += p
         host_mtus |= mtus
     if len(host_mtus) > 1:

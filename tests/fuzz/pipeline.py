@@ -91,7 +91,7 @@ def _render_roce(fabric, tables) -> None:
     the lossless cross-check of what was rendered (renderers must agree with any valid model)."""
     import json
 
-    from loom.checks.roce_qos import check_roce_qos
+    from loom.checks.roce_qos import check_roce_qos, lower_part_nics
     from loom.render.roce import RoceConfigs
 
     ends = {t.subnet.switch(row) for t in tables for row in {0, t.subnet.n - 1}}
@@ -107,6 +107,6 @@ def _render_roce(fabric, tables) -> None:
     for name, files in hosts.items():
         for fname in files:
             _under(f"hosts/{name}/{fname}")
-    r = check_roce_qos(rc.qos, rc.lossless, dbs, hosts)
+    r = check_roce_qos(rc.qos, rc.lossless, dbs, hosts, lower_part_nics(fabric))
     if not r["ok"]:
         raise AssertionError(f"the rendered lossless configuration disagrees with the model: {r['problems'][:3]}")
