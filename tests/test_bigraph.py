@@ -39,7 +39,7 @@ def test_auto_picks_bigraph_and_check_passes():
 
 def test_paths_one_hop_across_two_within(bg):
     sn, w = bg.subnet, Walk(bg)
-    end, hops, _ = w.outcome
+    end, hops = w.outcome
     part = np.array([sn.switch(i).role for i in range(sn.n)])
     ca = sn.ca_lids
     dst = sn.ca_switch[ca]

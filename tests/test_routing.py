@@ -55,7 +55,7 @@ def test_other_ib_fabrics_check_clean(name):
 def test_dual_homed_storage_reached_in_each_zone(ff2):
     sn = ff2.subnet
     walk = Walk(ff2)
-    end, hops, _ = walk.outcome
+    end, hops = walk.outcome
     f = sn.fabric
     for node in [n for n in f.nodes if n.role == "storage"][:10]:
         for p in [p for p in f.ports if p.node == node.index]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from loom.routing.base import lid_chunks
 from loom.routing.loads import PortGroup, carried, counting_bound, port_groups
 from loom.routing.subnet import LAYER, TO_SWITCH
 from loom.routing.updown import UpDown
@@ -158,35 +159,32 @@ def leaf_port_loads(walk: Walk) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 def dest_counts(walk: Walk, lids: np.ndarray) -> np.ndarray:
     """[sw, port] number of the given destination LIDs routed out of each port."""
     sn, lft = walk.tables.subnet, walk.tables.lft
-    counts = np.zeros((sn.n, 256), np.int64)
-    sub = lft[:, lids].astype(np.int64)
-    rows = np.repeat(np.arange(sn.n), len(lids))
-    np.add.at(counts, (rows, sub.ravel()), 1)
-    return counts
+    counts = np.zeros(sn.n * 256, np.int64)
+    base = np.arange(sn.n)[:, None] * 256
+    for c in lid_chunks(sn.n, len(lids)):
+        counts += np.bincount((base + lft[:, lids[c]]).ravel(), minlength=sn.n * 256)
+    return counts.reshape(sn.n, 256)
 
 
 def path_counts(walk: Walk) -> np.ndarray:
     """[sw, port] number of CA-to-CA paths leaving each port (each CA to every other CA)."""
     sn, lft = walk.tables.subnet, walk.tables.lft
     nxt = walk.next_switch
-    ca = sn.ca_lids
-    counts = np.zeros((sn.n, 256), np.int64)
-    weight = np.repeat(walk.cas_on_switch[:, None], len(ca), axis=1)
-    weight[sn.ca_switch[ca], np.arange(len(ca))] -= 1  # not to itself
-    cur = np.repeat(np.arange(sn.n)[:, None], len(ca), axis=1)
-    cols = np.repeat(ca[None, :], sn.n, axis=0)
-    live = weight > 0
-    for _ in range(sn.n):
-        if not live.any():
-            break
-        c, d, w = cur[live], cols[live], weight[live]
-        np.add.at(counts, (c, lft[c, d].astype(np.int64)), w)
-        step = nxt[c, d]
-        keep = step >= 0
-        idx = np.flatnonzero(live.ravel())
-        live.ravel()[idx[~keep]] = False
-        cur.ravel()[idx[keep]] = step[keep]
-    return counts
+    counts = np.zeros(sn.n * 256)
+    for c in lid_chunks(sn.n, len(sn.ca_lids)):
+        ca = sn.ca_lids[c]
+        weight = np.repeat(walk.cas_on_switch[:, None], len(ca), axis=1)
+        weight[sn.ca_switch[ca], np.arange(len(ca))] -= 1  # not to itself
+        cur, col = np.nonzero(weight > 0)
+        w, d = weight[cur, col], ca[col]
+        for _ in range(sn.n):
+            if not len(cur):
+                break
+            counts += np.bincount(cur * 256 + lft[cur, d], weights=w, minlength=sn.n * 256)
+            step = nxt[cur, d]
+            go = step >= 0
+            cur, d, w = step[go].astype(np.int64), d[go], w[go]
+    return counts.astype(np.int64).reshape(sn.n, 256)
 
 
 def check_balance(walk: Walk, only: np.ndarray | None = None) -> Balance:

@@ -26,6 +26,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from loom.model.rules import domains
+from loom.routing.base import lid_chunks
 from loom.routing.loads import carried
 from loom.routing.subnet import TO_SWITCH
 
@@ -47,29 +48,37 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
                  zones: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """(from channel ids, to channel ids, channel count): one entry per distinct dependency,
     over packets to `lids` (default: every LID for "all" sources, CA LIDs for "ca"), from sources
-    in the switches of `zones` (bool per switch; default: everywhere)."""
-    sn, lft = walk.tables.subnet, walk.tables.lft
-    ports = sn.max_port + 1
+    in the switches of `zones` (bool per switch; default: everywhere).  Collected a chunk of
+    LIDs at a time: the distinct dependencies are few (~1 million at 10,000 end ports), the
+    hops they come from are not."""
+    sn = walk.tables.subnet
     if lids is None:
         lids = walk.valid_lids if sources == "all" else sn.ca_lids
-    nxt = walk.next_switch[:, lids]
-    out_port = lft[:, lids].astype(np.int64)
-    rows = np.repeat(np.arange(sn.n)[:, None], len(lids), axis=1)
-    hop = nxt >= 0  # switch s forwards d to another switch
+    seeds = None
     if sources == "ca" or zones is not None:
-        seeds = (walk.cas_on_switch > 0) if sources == "ca" else np.ones(sn.n, bool)
-        hop &= carried(sn, lft, lids, seeds & (True if zones is None else zones))
-    s, j = rows[hop], np.nonzero(hop)[1]
-    t = nxt[hop]
-    # the next hop from t for the same LID must also go to a switch
-    t_next = walk.next_switch[t, lids[j]]
-    keep = t_next >= 0
-    a = s[keep] * ports + out_port[hop][keep]
-    b = t[keep] * ports + lft[t[keep], lids[j[keep]]].astype(np.int64)
-    n = sn.n * ports
-    keys = np.sort(a * n + b)  # one key per dependency: dedupe in 1-D (sort beats hashing here)
-    pairs = keys[np.r_[True, keys[1:] != keys[:-1]]] if len(keys) else keys
+        seeds = ((walk.cas_on_switch > 0) if sources == "ca" else np.ones(sn.n, bool)) & (True if zones is None else zones)
+    n = sn.n * (sn.max_port + 1)
+    keys = [_dependency_keys(walk, lids[c], seeds, n) for c in lid_chunks(sn.n, len(lids))]
+    pairs = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
     return pairs // n, pairs % n, n
+
+
+def _dependency_keys(walk: Walk, lids: np.ndarray, seeds: np.ndarray | None, n: int) -> np.ndarray:
+    """Distinct dependencies (from channel × n + to channel) of packets to `lids`: switch s
+    forwards d to switch t, which forwards it on to another switch."""
+    sn, lft = walk.tables.subnet, walk.tables.lft
+    ports = sn.max_port + 1
+    hop = walk.next_switch[:, lids] >= 0
+    if seeds is not None:
+        hop &= carried(sn, lft, lids, seeds)
+    s, j = np.nonzero(hop)
+    d = lids[j]
+    t = walk.next_switch[s, d].astype(np.int64)
+    keep = walk.next_switch[t, d] >= 0
+    s, t, d = s[keep], t[keep], d[keep]
+    a = s * ports + lft[s, d]
+    b = t * ports + lft[t, d]
+    return np.unique(a * n + b)  # dedupe in 1-D (sort beats hashing here)
 
 
 def check_deadlock(walk: Walk, sources: str = "all", lids: np.ndarray | None = None, layers=None) -> Deadlock:

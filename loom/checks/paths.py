@@ -1,8 +1,10 @@
 """Follow forwarding tables: where does a packet for LID d go from switch s, and where does it end?
 
-Everything is computed for all (switch, LID) pairs at once as [switches × LIDs] arrays, so a
-check over every CA-to-CA pair costs O(switches × LIDs × path length) numpy work: every CA
-on a switch shares that switch's path to a destination.
+Everything is computed for all (switch, LID) pairs as [switches × LIDs] arrays, so a check over
+every CA-to-CA pair costs O(switches × LIDs × path length) numpy work: every CA on a switch
+shares that switch's path to a destination.  The arrays are kept narrow (int16 switch numbers,
+int8 outcomes) and built a chunk of LIDs at a time (`lid_chunks`): at the LID limit a subnet has
+~150 million cells, and one int64 temporary of that size alone would be 1.2 GB.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
-from loom.routing.base import Tables
+from loom.routing.base import Tables, lid_chunks
 from loom.routing.subnet import TO_CA, TO_SWITCH
 
 DELIVERED, DEAD, LOOP = -1, -2, -3
@@ -29,54 +31,69 @@ class Walk:
 
     @cached_property
     def next_switch(self) -> np.ndarray:
-        """[sw, lid] next switch, DELIVERED if the LID is delivered here, DEAD if dropped."""
-        sn, lft = self.tables.subnet, self.tables.lft.astype(np.int64)
+        """int16 [sw, lid] next switch, DELIVERED if the LID is delivered here, DEAD if dropped."""
+        sn, lft = self.tables.subnet, self.tables.lft
+        valid = np.zeros(sn.max_lid + 1, bool)
+        valid[self.valid_lids] = True
         rows = np.arange(sn.n)[:, None]
-        port = np.where(lft <= sn.max_port, lft, 0)
-        kind = sn.peer_kind[rows, port]
-        dev = sn.peer_dev[rows, port]
-        lids = np.arange(sn.max_lid + 1)[None, :]
-        out = np.full(lft.shape, DEAD, np.int64)
-        out = np.where(kind == TO_SWITCH, dev, out)
-        to_right_ca = (kind == TO_CA) & (sn.port_lid[np.where(kind == TO_CA, dev, -1)] == lids)
-        out = np.where(to_right_ca, DELIVERED, out)
-        own = (lft == 0) & (sn.switch_lid[:, None] == lids)
-        out = np.where(own, DELIVERED, out)
-        out[:, ~np.isin(np.arange(sn.max_lid + 1), self.valid_lids)] = DEAD
-        out = np.where((lft > sn.max_port) & (lft != 0), DEAD, out)
+        out = np.empty(lft.shape, np.int16)
+        for c in lid_chunks(sn.n, sn.max_lid + 1):
+            entry = lft[:, c].astype(np.int64)
+            port = np.where(entry <= sn.max_port, entry, 0)
+            kind, dev = sn.peer_kind[rows, port], sn.peer_dev[rows, port]
+            lids = np.arange(c.start, c.stop)[None, :]
+            step = np.where(kind == TO_SWITCH, dev, DEAD)
+            step[(kind == TO_CA) & (sn.port_lid[np.where(kind == TO_CA, dev, -1)] == lids)] = DELIVERED
+            step[(entry == 0) & (sn.switch_lid[:, None] == lids)] = DELIVERED
+            step[:, ~valid[c]] = DEAD
+            step[entry > sn.max_port] = DEAD
+            out[:, c] = step
         return out
 
     @cached_property
-    def outcome(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(end, hops, stuck_at): for a packet for LID d entering at switch s, where it ends.
+    def outcome(self) -> tuple[np.ndarray, np.ndarray]:
+        """(end, hops): for a packet for LID d entering at switch s, where it ends.
 
-        end is DELIVERED, DEAD, or LOOP (-3: still travelling after every switch was visited);
-        hops counts switch-to-switch links; stuck_at is the switch where it was dropped.
-        """
+        end (int8) is DELIVERED, DEAD, or LOOP (-3: still travelling after every switch was
+        visited); hops (int16) counts switch-to-switch links.  `dropped_at` names the switch."""
         nxt = self.next_switch
-        n, L = nxt.shape
-        cur = np.repeat(np.arange(n)[:, None], L, axis=1)
-        hops = np.zeros((n, L), np.int64)
-        end = np.zeros((n, L), np.int64)  # 0 = travelling
-        stuck = np.full((n, L), -1, np.int64)
-        cols = np.arange(L)[None, :].repeat(n, axis=0)
-        for _ in range(n + 1):
-            live = end == 0
-            if not live.any():
+        end, hops = np.empty(nxt.shape, np.int8), np.empty(nxt.shape, np.int16)
+        for c in lid_chunks(*nxt.shape):
+            end[:, c], hops[:, c] = _follow(nxt[:, c])
+        return end, hops
+
+    def dropped_at(self, switch: int, lid: int) -> int:
+        """The switch where a packet for `lid` entering at `switch` stops (or the first of a loop)."""
+        seen = set()
+        while switch not in seen:
+            seen.add(switch)
+            step = int(self.next_switch[switch, lid])
+            if step < 0:
                 break
-            step = nxt[cur[live], cols[live]]
-            done = step < 0
-            idx = np.flatnonzero(live.ravel())
-            end.ravel()[idx[done]] = step[done]
-            stuck.ravel()[idx[done]] = cur.ravel()[idx[done]]
-            moving = idx[~done]
-            cur.ravel()[moving] = step[~done]
-            hops.ravel()[moving] += 1
-        end[end == 0] = LOOP
-        return end, hops, stuck
+            switch = step
+        return switch
 
     @cached_property
     def cas_on_switch(self) -> np.ndarray:
         sn = self.tables.subnet
         return np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n)
 
+
+def _follow(nxt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(end, hops) of every cell of a [switch × LID] block of next hops: the packets still
+    travelling are kept as flat index lists, which shrink as packets arrive."""
+    n, w = nxt.shape
+    cell = np.arange(n * w)
+    cur, col = cell // w, cell % w
+    end, hops = np.zeros(n * w, np.int8), np.zeros(n * w, np.int16)
+    for _ in range(n + 1):
+        if not len(cell):
+            break
+        step = nxt[cur, col].astype(np.int64)
+        done = step < 0
+        end[cell[done]] = step[done]
+        go = ~done
+        cell, cur, col = cell[go], step[go], col[go]
+        hops[cell] += 1
+    end[cell] = LOOP
+    return end.reshape(n, w), hops.reshape(n, w)

@@ -20,10 +20,11 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
+from loom.routing.base import lid_chunks
 from loom.routing.subnet import TO_SWITCH
 from loom.routing.updown import UpDown
 
-from .paths import DEAD, DELIVERED, LOOP, Walk
+from .paths import DELIVERED, LOOP, Walk
 
 
 @dataclass
@@ -46,21 +47,10 @@ class Reachability:
 
 def check_reachability(walk: Walk) -> Reachability:
     sn = walk.tables.subnet
-    end, hops, stuck = walk.outcome
+    end, hops = walk.outcome
     ud = UpDown(sn)
     ca = sn.ca_lids[ud.live_lids[sn.ca_lids]]  # what is cut off is listed, not followed
     src_sw = np.flatnonzero((walk.cas_on_switch > 0) & ud.live)
-    # sources per (switch, destination): the CAs on the switch, less the destination itself
-    weight = walk.cas_on_switch[src_sw][:, None] - (sn.ca_switch[ca][None, :] == src_sw[:, None])
-    e = end[np.ix_(src_sw, ca)]
-    h = hops[np.ix_(src_sw, ca)]
-    bad = e != DELIVERED
-    examples = []
-    for i, j in zip(*np.nonzero(bad)):
-        if len(examples) >= 5:
-            break
-        what = {DEAD: f"dropped at {sn.name(int(stuck[src_sw[i], ca[j]]))}", LOOP: "loops"}[int(e[i, j])]
-        examples.append(f"from CAs on {sn.name(int(src_sw[i]))} to {sn.lid_name(int(ca[j]))} (LID {int(ca[j])}): {what}")
     # minimal hops within a zone: compare with BFS distance between the two CAs' switches
     zone_of = np.array([sn.switch(i).zone for i in range(sn.n)])
     rows, cols = np.nonzero(sn.peer_kind == TO_SWITCH)
@@ -68,42 +58,64 @@ def check_reachability(walk: Walk) -> Reachability:
     same = zone_of[rows] == zone_of[dst_sw]
     graph = csr_matrix((np.ones(same.sum()), (rows[same], dst_sw[same])), shape=(sn.n, sn.n))
     dist = shortest_path(graph, unweighted=True, directed=True)
-    dst_of_ca = sn.ca_switch[ca]
-    in_zone = zone_of[src_sw][:, None] == zone_of[dst_of_ca][None, :]
-    minimal = dist[np.ix_(src_sw, dst_of_ca)]
-    nonminimal = in_zone & ~bad & (h > minimal)
-    bad &= weight > 0
-    live_lids = np.flatnonzero(ud.live_lids)
-    live_sw = np.flatnonzero(ud.live)
-    sw_end = end[np.ix_(live_sw, live_lids)]
-    sw_bad = sw_end != DELIVERED
-    for i, j in zip(*np.nonzero(sw_bad)):
-        if len(examples) >= 10:
-            break
-        lid = int(live_lids[j])
-        what = {DEAD: f"dropped at {sn.name(int(stuck[live_sw[i], lid]))}", LOOP: "loops"}[int(sw_end[i, j])]
-        examples.append(f"from switch {sn.name(int(live_sw[i]))} to LID {lid} ({sn.lid_name(lid)}): {what}")
+    zone_code = np.unique(zone_of, return_inverse=True)[1]
+    pairs = unreachable = looping = nonminimal = max_hops = 0
+    examples: list[str] = []
+    for c in lid_chunks(len(src_sw), len(ca)):
+        lids = ca[c]
+        # sources per (switch, destination): the CAs on the switch, less the destination itself
+        weight = walk.cas_on_switch[src_sw][:, None] - (sn.ca_switch[lids][None, :] == src_sw[:, None])
+        e, h = end[np.ix_(src_sw, lids)], hops[np.ix_(src_sw, lids)]
+        bad = e != DELIVERED
+        for i, j in zip(*np.nonzero(bad & (weight > 0))):
+            if len(examples) >= 5:
+                break
+            examples.append(f"from CAs on {sn.name(int(src_sw[i]))} to {sn.lid_name(int(lids[j]))} (LID {int(lids[j])}): "
+                            + _fate(walk, int(src_sw[i]), int(lids[j]), int(e[i, j])))
+        dst = sn.ca_switch[lids]
+        longer = ~bad & (zone_code[src_sw][:, None] == zone_code[dst][None, :]) & (h > dist[np.ix_(src_sw, dst)])
+        pairs += int(weight.sum())
+        unreachable += int((weight * (bad & (weight > 0))).sum())
+        looping += int((weight * (e == LOOP)).sum())
+        nonminimal += int((weight * longer).sum())
+        max_hops = max(max_hops, int(h[~bad].max(initial=0)))
+    live_lids, live_sw = np.flatnonzero(ud.live_lids), np.flatnonzero(ud.live)
+    switch_unreachable = 0
+    for c in lid_chunks(len(live_sw), len(live_lids)):
+        sw_bad = end[np.ix_(live_sw, live_lids[c])] != DELIVERED
+        switch_unreachable += int(sw_bad.sum())
+        for i, j in zip(*np.nonzero(sw_bad)):
+            if len(examples) >= 10:
+                break
+            s, lid = int(live_sw[i]), int(live_lids[c][j])
+            examples.append(f"from switch {sn.name(s)} to LID {lid} ({sn.lid_name(lid)}): "
+                            + _fate(walk, s, lid, int(end[s, lid])))
     return Reachability(
-        reachable=not bad.any() and not sw_bad.any(),
-        ca_pairs=int(weight.sum()),
-        unreachable_pairs=int((weight * bad).sum()),
-        loop_pairs=int((weight * (e == LOOP)).sum()),
-        max_hops=int(h[~bad].max()) if (~bad).any() else 0,
-        nonminimal_pairs=int((weight * nonminimal).sum()),
-        switch_pairs=int(sw_end.size),
-        switch_unreachable=int(sw_bad.sum()),
+        reachable=unreachable == 0 and switch_unreachable == 0,
+        ca_pairs=pairs,
+        unreachable_pairs=unreachable,
+        loop_pairs=looping,
+        max_hops=max_hops,
+        nonminimal_pairs=nonminimal,
+        switch_pairs=len(live_sw) * len(live_lids),
+        switch_unreachable=switch_unreachable,
         loops=_loops(walk, live_lids),
         cut_off=ud.cut_off(),
         examples=examples,
     )
 
 
+def _fate(walk: Walk, switch: int, lid: int, end: int) -> str:
+    return "loops" if end == LOOP else f"dropped at {walk.tables.subnet.name(walk.dropped_at(switch, lid))}"
+
+
 def _loops(walk: Walk, lids: np.ndarray, limit: int = 5) -> list[str]:
     """One line per looping LID (up to `limit`): its owner and the switches it cycles through."""
     sn = walk.tables.subnet
-    end, _, _ = walk.outcome
+    end, _ = walk.outcome
     out = []
-    for lid in lids[(end[:, lids] == LOOP).any(axis=0)][:limit]:
+    looping = np.concatenate([lids[c][(end[:, lids[c]] == LOOP).any(axis=0)] for c in lid_chunks(sn.n, len(lids))] or [lids[:0]])
+    for lid in looping[:limit]:
         x = int(np.flatnonzero(end[:, lid] == LOOP)[0])
         seen: list[int] = []
         while x not in seen:

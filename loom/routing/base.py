@@ -7,13 +7,17 @@ and push code take `Tables` and never import an engine module.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 
 from .subnet import Subnet
 
 NO_ROUTE = 255  # OpenSM's LFT value for an unreachable LID
+#: [switch × LID] cells one chunked pass handles at once: its temporaries (a few int64 arrays of
+#: this many elements) stay in the tens of MB whatever the subnet's size, so a subnet at the LID
+#: limit (3,520 switches × 43,457 LIDs) is routed and checked in a few GB, not tens.
+CHUNK_CELLS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -76,3 +80,10 @@ def engine_for(model) -> str:
 
 def empty_lft(subnet: Subnet) -> np.ndarray:
     return np.full((subnet.n, subnet.max_lid + 1), NO_ROUTE, dtype=np.uint8)
+
+
+def lid_chunks(rows: int, lids: int) -> Iterator[slice]:
+    """Slices of the LID axis of a [rows × lids] array, each at most CHUNK_CELLS cells."""
+    step = max(1, CHUNK_CELLS // max(rows, 1))
+    for start in range(0, lids, step):
+        yield slice(start, min(start + step, lids))

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
+from .base import lid_chunks
 from .subnet import TO_SWITCH
 from .updown import UpDown
 
@@ -386,21 +387,21 @@ def carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray | None = No
     """[switch, j] True where a packet to lids[j] from a source switch (`seeds`, bool per switch;
     default: the switches with channel adapters) passes the switch: the entries that carry data
     traffic (balance is about those; a spine's table lists every destination, but only the ones
-    leaves send up to it reach it)."""
+    leaves send up to it reach it).  A chunk of LIDs at a time (`lid_chunks`)."""
     if seeds is None:
         seeds = np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0
     seen = np.zeros((sn.n, len(lids)), bool)
     seen[seeds, :] = True
-    frontier = seen.copy()
-    cols = np.arange(len(lids))
-    for _ in range(sn.n):
-        r, j = np.nonzero(frontier)
-        port = sn.out_port(lft[r, lids[j]])
-        ok = sn.peer_kind[r, port] == TO_SWITCH
-        new = np.zeros_like(seen)
-        new[sn.peer_dev[r[ok], port[ok]], cols[j[ok]]] = True
-        frontier = new & ~seen
-        if not frontier.any():
-            break
-        seen |= frontier
+    for c in lid_chunks(sn.n, len(lids)):
+        frontier = seen[:, c].copy()
+        for _ in range(sn.n):
+            r, j = np.nonzero(frontier)
+            port = sn.out_port(lft[r, lids[c][j]])
+            ok = sn.peer_kind[r, port] == TO_SWITCH
+            new = np.zeros_like(frontier)
+            new[sn.peer_dev[r[ok], port[ok]], j[ok]] = True
+            frontier = new & ~seen[:, c]
+            if not frontier.any():
+                break
+            seen[:, c] |= frontier
     return seen
