@@ -30,8 +30,10 @@ MAX_SWITCHES = 16_384
 MAX_NODES = 65_536
 MAX_HOST_PORTS = 131_072
 MAX_CABLES = 1_048_576
-#: Cells of one subnet's forwarding tables (switches × LIDs): the routing engine's arrays.
-MAX_LFT_CELLS = 1 << 25
+#: Cells of one subnet's forwarding tables (switches × LIDs): the routing engine's arrays.  A subnet at
+#: the LID limit of 64-port switches (3,520 switches × 43,457 LIDs, `bench/models/lid-limit-40k.yaml`)
+#: fits; the checks hold a few bytes per cell.
+MAX_LFT_CELLS = 1 << 28
 
 GROUP_FIELDS = {"group": "g", "index": 0, "zone": "z"}
 SWITCH_FIELDS = {"zone": "z", "plane": 0, "pod": None, "index": 0, "part": "upper"}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import NO_ROUTE
-from .loads import DownLoads, carried, port_groups, rebalance_switch
+from .loads import DownLoads, carried, distinct, port_groups, rebalance_switch
 from .subnet import Subnet
 from .updown import UpDown
 
@@ -131,7 +131,7 @@ def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, li
     lft[x, target == -1] = NO_ROUTE  # no way into this zone's part of the path
     if len(lids) == 0:
         return
-    ut, inv = np.unique(t, return_inverse=True)
+    ut, inv = distinct(t, ud.sn.n)
     ports, umask = ud.candidates(x, ut)
     mask = umask[inv]
     col = np.full(256, -1, np.int64)

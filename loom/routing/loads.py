@@ -42,6 +42,7 @@ class PortGroup:
     patterns: np.ndarray  # bool [distinct legal-port sets, len(ports)]
     pattern: np.ndarray  # index into patterns of each destination
     chosen: np.ndarray  # index into ports of each destination's current port (-1: not in the group)
+    total_bound: int | None = None  # `bound()`, once computed (it depends on patterns and counts alone)
 
     def loads(self, role: int | None = None) -> np.ndarray:
         sel = self.chosen >= 0 if role is None else (self.chosen >= 0) & (self.roles == role)
@@ -56,7 +57,9 @@ class PortGroup:
         least max-load of that role's destinations while the group stays at its total bound
         (balance in total comes first; on a degraded fabric the two can conflict)."""
         if role is None:
-            return min_max_load(self.patterns, self.counts())
+            if self.total_bound is None:  # a flow per call otherwise, and every role's bound asks for it
+                self.total_bound = min_max_load(self.patterns, self.counts())
+            return self.total_bound
         mine = self.counts(role)
         return min_max_load(self.patterns, mine, self.counts() - mine, self.bound())
 
@@ -125,12 +128,11 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
     if len(lids) == 0:
         return []
     entry = lft[x, lids].astype(np.int64)
-    ut, inv = np.unique(t, return_inverse=True)
+    ut, inv = distinct(t, ud.sn.n)
     ports, umask = ud.candidates(x, ut)
     if len(ports) == 0:
         return []
-    pats, pat_of_t = np.unique(umask, axis=0, return_inverse=True)
-    pat_of_t = pat_of_t.reshape(-1)
+    pats, pat_of_t = distinct_rows(umask)
     # ports joined by any destination's legal set form one group (union-find on columns)
     parent = list(range(len(ports)))
 
@@ -147,12 +149,13 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
     comp = np.array([find(i) for i in range(len(ports))])
     pat_comp = np.where(pats.any(axis=1), comp[np.argmax(pats, axis=1)], -1)
     dest_pat = pat_of_t[inv]
+    dest_comp = pat_comp[dest_pat]
     col = np.full(int(ports.max()) + 2, -1, np.int64)
     out = []
     for c in np.unique(comp):
         cols = np.flatnonzero(comp == c)
         mine = np.flatnonzero(pat_comp == c)
-        rows = np.flatnonzero(np.isin(dest_pat, mine))
+        rows = np.flatnonzero(dest_comp == c)
         if len(rows) == 0:
             continue
         col[:] = -1
@@ -164,6 +167,29 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
                              roles[lids[rows]], pats[np.ix_(mine, cols)], renum[dest_pat[rows]],
                              col[np.minimum(entry[rows], len(col) - 1)]))
     return out
+
+
+def distinct(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(values, return_inverse=True)` for integers in [0, size): a lookup table
+    instead of a sort, O(len(values) + size) — the per-switch passes call it with every LID."""
+    index = np.full(size, -1, np.int64)
+    index[values] = 0
+    present = np.flatnonzero(index == 0)
+    index[present] = np.arange(len(present))
+    return present, index[values]
+
+
+def distinct_rows(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(mask, axis=0, return_inverse=True)` for a bool matrix, same order: rows
+    packed to bytes (first column the high bit) and sorted by those, since sorting whole rows
+    as records is slow."""
+    packed = np.packbits(mask, axis=1)
+    order = np.lexsort(packed.T[::-1])
+    ranked = packed[order]
+    first = np.r_[True, (ranked[1:] != ranked[:-1]).any(axis=1)] if len(ranked) else np.zeros(0, bool)
+    inverse = np.empty(len(mask), np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return mask[order[first]], inverse
 
 
 def _direction(layer: int, peer_layer: int) -> str:
@@ -183,13 +209,15 @@ class DownLoads:
     cap: np.ndarray  # [switch, target switch]: the bound per link times the links between them
     target: np.ndarray  # [lid] target switch in the zone
 
-    def cost(self, peers: np.ndarray, lid: int) -> np.ndarray:
-        """Per peer: 0 if sending `lid` there adds nothing (already carried, or room below the
-        bound into the destination's target), else 1."""
-        t = self.target[lid]
-        if t < 0:
-            return np.zeros(len(peers), np.int64)
-        return (~self.carries[peers, lid] & (self.into[peers, t] >= self.cap[peers, t])).astype(np.int64)
+    def cost(self, peers: np.ndarray, lids: np.ndarray) -> np.ndarray:
+        """[destination, peer]: 0 if sending the destination to the peer adds nothing (already
+        carried, or room below the bound into its target), else 1."""
+        t = self.target[lids]
+        tt = np.maximum(t, 0)[:, None]
+        p = peers[None, :]
+        cost = (~self.carries[p, lids[:, None]] & (self.into[p, tt] >= self.cap[p, tt])).astype(np.int64)
+        cost[t < 0] = 0
+        return cost
 
     def take(self, peer: int, lid: int) -> None:
         if not self.carries[peer, lid] and self.target[lid] >= 0:
@@ -204,17 +232,18 @@ def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray, do
     (a move costs 1 + 4 × priority; among equals the newest destination moves).
 
     Cheap first: single moves from a port over its cap to one with room, against the quick
-    counting bounds (reaching those is optimal), then against the exact ones; only when single
+    counting bounds (reaching those is optimal, and no flow is solved), then against the exact ones; only when single
     moves get stuck does a min-cost flow reassign the group."""
     if group.legal() and group.at_counting_bound():
         return
-    bound = group.bound()
     roles = np.unique(group.roles).tolist()
+    quick_total = counting_bound(group.patterns, group.counts())
     quick = {r: counting_bound(group.patterns, group.counts(r)) for r in roles}
-    if _single_moves(lft, group, bound, quick, priority, down, peers):
+    if _single_moves(lft, group, quick_total, quick, priority, down, peers):
         return
+    bound = group.bound()
     exact = {r: group.bound(r) for r in roles}
-    if exact != quick and _single_moves(lft, group, bound, exact, priority, down, peers):
+    if (bound, exact) != (quick_total, quick) and _single_moves(lft, group, bound, exact, priority, down, peers):
         return
     for extra in range(len(roles) + 2):  # relax per-role bounds only if all cannot hold at once
         flow = _min_cost_assignment(group, bound, {r: b + extra for r, b in exact.items()}, priority)
@@ -248,8 +277,8 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
             break
         best = _best_move(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, group.lids, down, peers)
         moves = [best[1:]] if best is not None else _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r,
-                                                           order, lambda i, j: 0 if down is None else
-                                                           int(down.cost(peers[[j]], int(group.lids[i]))[0]))
+                                                           order, np.zeros(allowed.shape, np.int64) if down is None
+                                                           else down.cost(peers, group.lids.astype(np.int64)))
         if not moves:
             return False
         for i, j in moves:
@@ -292,14 +321,7 @@ def _best_move(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r,
     cand, room = np.concatenate(found)[:SEEN], np.concatenate(rooms)[:SEEN]
     if not len(cand):
         return None
-    cost = np.zeros(room.shape, np.int64)
-    if down is not None:
-        lid = lids[cand].astype(np.int64)
-        t = down.target[lid]
-        tt = np.maximum(t, 0)[:, None]
-        p = peers[None, :]
-        cost = (~down.carries[p, lid[:, None]] & (down.into[p, tt] >= down.cap[p, tt])).astype(np.int64)
-        cost[t < 0] = 0
+    cost = np.zeros(room.shape, np.int64) if down is None else down.cost(peers, lids[cand].astype(np.int64))
     key = np.where(room, cost * (int(load.max()) + 1) + load[None, :], np.iinfo(np.int64).max)
     j = key.argmin(axis=1)
     c = cost[np.arange(len(cand)), j]
@@ -310,10 +332,10 @@ def _best_move(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r,
 CHAIN_TRIES = 2048
 
 
-def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, cost) -> list[tuple[int, int]]:
+def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, costs) -> list[tuple[int, int]]:
     """Two moves where one cannot do: i leaves an over-full port for a port j that is full in
     total but has room for i's role, and some k of another role leaves j for a port with room;
-    the first pair that crowds nothing one level up (`cost`), else the first pair — looking at
+    the first pair that crowds nothing one level up (`costs`, [destination, port]), else the first pair — looking at
     no more than `CHAIN_TRIES` pairs once one is found (a full search is quartic in the group
     and took a minute on a zone with a spine down; 256 was too few: taking crowding pairs too
     early left the three-layer tree's plan short of a fixed point, which one apply must reach)."""
@@ -332,7 +354,7 @@ def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, ord
                 room[j] = False
                 for m in np.flatnonzero(room):
                     pair = [(int(k), int(m)), (int(i), int(j))]
-                    if cost(i, j) + cost(k, m) == 0:
+                    if costs[i, j] + costs[k, m] == 0:
                         return pair
                     first = first or pair
                     tries += 1
