@@ -139,7 +139,7 @@ def group_figures(walk: Walk, only: np.ndarray | None = None) -> list[GroupFigur
                 continue
             dports = _design_ports(sn, g)
             per_role = {names[r]: (int(g.loads(r).max()), _exact(g, r), -(-int((g.roles == r).sum()) // dports))
-                        for r in np.unique(g.roles).tolist()}
+                        for r in g.role_codes()}
             out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), g.loads(), _exact(g, None),
                                     -(-len(g.lids) // dports), per_role))
     return out

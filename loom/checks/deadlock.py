@@ -49,23 +49,27 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
     """(from channel ids, to channel ids, channel count): one entry per distinct dependency,
     over packets to `lids` (default: every LID for "all" sources, CA LIDs for "ca"), from sources
     in the switches of `zones` (bool per switch; default: everywhere).  Collected a chunk of
-    LIDs at a time: the distinct dependencies are few (~1 million at 10,000 end ports), the
-    hops they come from are not."""
+    LIDs at a time into a bitmap: a dependency a→b is fixed by channel a and the port b leaves
+    by (b starts where a ends), so switches × ports² bits hold them all and no sort is needed."""
     sn = walk.tables.subnet
     if lids is None:
         lids = walk.valid_lids if sources == "all" else sn.ca_lids
     seeds = None
     if sources == "ca" or zones is not None:
         seeds = ((walk.cas_on_switch > 0) if sources == "ca" else np.ones(sn.n, bool)) & (True if zones is None else zones)
-    n = sn.n * (sn.max_port + 1)
-    keys = [_dependency_keys(walk, lids[c], seeds, n) for c in lid_chunks(sn.n, len(lids))]
-    pairs = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
-    return pairs // n, pairs % n, n
+    ports = sn.max_port + 1
+    seen = np.zeros(sn.n * ports * ports, bool)
+    for c in lid_chunks(sn.n, len(lids)):
+        _mark_dependencies(walk, lids[c], seeds, seen)
+    key = np.flatnonzero(seen)
+    a, port_b = key // ports, key % ports
+    t = sn.peer_dev[a // ports, a % ports]
+    return a, t * ports + port_b, sn.n * ports
 
 
-def _dependency_keys(walk: Walk, lids: np.ndarray, seeds: np.ndarray | None, n: int) -> np.ndarray:
-    """Distinct dependencies (from channel × n + to channel) of packets to `lids`: switch s
-    forwards d to switch t, which forwards it on to another switch."""
+def _mark_dependencies(walk: Walk, lids: np.ndarray, seeds: np.ndarray | None, seen: np.ndarray) -> None:
+    """Set seen[channel a × ports + port] for packets to `lids`: switch s forwards d over
+    channel a to switch t, which forwards it on to another switch by that port."""
     sn, lft = walk.tables.subnet, walk.tables.lft
     ports = sn.max_port + 1
     hop = walk.next_switch[:, lids] >= 0
@@ -76,9 +80,7 @@ def _dependency_keys(walk: Walk, lids: np.ndarray, seeds: np.ndarray | None, n: 
     t = walk.next_switch[s, d].astype(np.int64)
     keep = walk.next_switch[t, d] >= 0
     s, t, d = s[keep], t[keep], d[keep]
-    a = s * ports + lft[s, d]
-    b = t * ports + lft[t, d]
-    return np.unique(a * n + b)  # dedupe in 1-D (sort beats hashing here)
+    seen[(s * ports + lft[s, d]) * ports + lft[t, d]] = True
 
 
 def check_deadlock(walk: Walk, sources: str = "all", lids: np.ndarray | None = None, layers=None) -> Deadlock:

@@ -44,6 +44,10 @@ class PortGroup:
     chosen: np.ndarray  # index into ports of each destination's current port (-1: not in the group)
     total_bound: int | None = None  # `bound()`, once computed (it depends on patterns and counts alone)
 
+    def role_codes(self) -> list[int]:
+        """The roles present, ascending (`np.unique` by counting: roles are small codes)."""
+        return np.flatnonzero(np.bincount(self.roles)).tolist()
+
     def loads(self, role: int | None = None) -> np.ndarray:
         sel = self.chosen >= 0 if role is None else (self.chosen >= 0) & (self.roles == role)
         return np.bincount(self.chosen[sel], minlength=len(self.ports))
@@ -67,7 +71,7 @@ class PortGroup:
         """Every port already at the quick lower bound, in total and per role: then nothing can
         do better and no flow needs solving."""
         return all(self.loads(r).max(initial=0) <= counting_bound(self.patterns, self.counts(r))
-                   for r in [None, *np.unique(self.roles).tolist()])
+                   for r in [None, *self.role_codes()])
 
     def legal(self) -> bool:
         """Every destination is on one of its legal ports."""
@@ -236,7 +240,7 @@ def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray, do
     moves get stuck does a min-cost flow reassign the group."""
     if group.legal() and group.at_counting_bound():
         return
-    roles = np.unique(group.roles).tolist()
+    roles = group.role_codes()
     quick_total = counting_bound(group.patterns, group.counts())
     quick = {r: counting_bound(group.patterns, group.counts(r)) for r in roles}
     if _single_moves(lft, group, quick_total, quick, priority, down, peers):
