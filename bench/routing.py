@@ -8,11 +8,20 @@ ftree, updn and dfsssp engines (wall clock of `opensm -o`, which includes the su
 ftree dumps.  Balance figures for every engine are measured by Loom's checks on OpenSM's own
 LFT dumps (LIDs pinned to the same values), so the columns compare like with like.
 
-Run: `make bench-routing` or `.venv/bin/python bench/routing.py [MODEL ...]`.
+At scale (issue 24) it routes and fully checks a ~10,000-CA three-layer tree and one at the
+unicast LID limit (~40,000 CAs, 43,456 LIDs), each in a child process so its peak memory is its
+own (`os.wait4`), and runs OpenSM ftree + ibdmchk (capped at IBDMCHK_CAP seconds) on the
+~10,000-CA one in the simulator.
+
+Run: `make bench-routing` or `.venv/bin/python bench/routing.py [MODEL ...]` (given models: the
+side-by-side tables only).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +47,11 @@ MODELS = [ROOT / "bench/models/ff2-one-zone.yaml", ROOT / "topology/fire-flyer-2
           ROOT / "bench/models/oversubscribed-2to1.yaml", ROOT / "bench/models/odd-11x7.yaml",
           ROOT / "bench/models/partly-populated.yaml", ROOT / "bench/models/degraded-zone.yaml"]
 ENGINES = ("ftree", "updn", "dfsssp")
+#: (model, run OpenSM beside it): the scale fabrics of issue 24.  OpenSM runs on the mid-size one
+#: only: at the LID limit ibsim alone would need tens of GB.
+SCALE = [(ROOT / "bench/models/mid-10k.yaml", True), (ROOT / "bench/models/lid-limit-40k.yaml", False)]
+SCALE_TARGET_S, SCALE_TARGET_GB = 30, 4  # the LID-limit fabric, routed and fully checked, on 2 cores
+IBDMCHK_CAP = 600  # seconds ibdmchk may take on the mid-size fabric before it is reported as "> cap"
 
 
 def figures(t) -> dict:
@@ -88,7 +102,76 @@ def bench(model: Path, console: Console) -> tuple[dict, list[dict]]:
     return times, balance
 
 
+def loom_alone(model: Path) -> dict:
+    """Loom's route + full check (eBB over 200 bisections included) of one model, with verdicts:
+    what the child process of `loom_measured` prints."""
+    fabric = expand(load_model(model))
+    t0 = time.perf_counter()
+    tables = route(fabric)[0]
+    t1 = time.perf_counter()
+    res = check_tables(tables, ebb_samples=200)
+    t2 = time.perf_counter()
+    return {"fabric": fabric.name, "switches": tables.subnet.n, "cas": len(tables.subnet.ca_lids),
+            "lids": int(((tables.subnet.lid_switch >= 0) | (tables.subnet.lid_port >= 0)).sum()), "route": t1 - t0, "check": t2 - t1, "reachable": res["reachable"],
+            "deadlock_free": res["deadlock_free"], "at_bound": res["balance"]["within_bound"], "ebb": res["ebb"]}
+
+
+def loom_measured(model: Path) -> dict:
+    """`loom_alone` in a child process: its figures and its own peak resident memory in GB."""
+    proc = subprocess.Popen([sys.executable, __file__, "--loom-alone", str(model)], stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"loom on {model.name} exited with {proc.returncode}")
+    return {**json.loads(out), "peak_gb": usage.ru_maxrss / 2**20}
+
+
+def opensm_at_scale(model: Path, console: Console) -> dict:
+    """OpenSM ftree (`opensm -o`, sweep included) and ibdmchk on its dumps, in the simulator."""
+    fabric = expand(load_model(model))
+    with tempfile.TemporaryDirectory(prefix="loom-bench-") as tmp, SimFabric(fabric, Path(tmp)) as sim:
+        console.print(f"  {fabric.name}: opensm -R ftree ...", highlight=False)
+        run = sim.opensm_once("ftree", "ftree")
+        console.print(f"  {fabric.name}: ibdmchk (cap {IBDMCHK_CAP} s) ...", highlight=False)
+        try:
+            free, _, seconds = ibdmchk(run.dir, timeout=IBDMCHK_CAP)
+            verdict = {True: "no loops", False: "LOOPS", None: "paths missing"}[free]
+        except subprocess.TimeoutExpired:
+            seconds, verdict = None, f"not done in {IBDMCHK_CAP} s"
+    return {"ftree": run.seconds, "used": run.engine_used, "ibdmchk": seconds, "verdict": verdict}
+
+
+def scale(console: Console, report: Figures) -> None:
+    t = Table(title="At scale: Loom route + full check in its own process (peak memory is its own); OpenSM in the simulator")
+    for col in ("fabric", "switches", "CA ports", "LIDs", "loom route", "loom check", "loom total", "peak memory",
+                "reachable / credit-loop free / at bound", "opensm ftree", "ibdmchk", "ibdmchk verdict"):
+        t.add_column(col, justify="left" if col == "fabric" else "right")
+    for model, with_opensm in SCALE:
+        console.print(f"benchmarking {model.name} at scale ...", highlight=False)
+        r = loom_measured(model)
+        o = opensm_at_scale(model, console) if with_opensm else {}
+        total = r["route"] + r["check"]
+        verdicts = "/".join("yes" if r[k] else "NO" for k in ("reachable", "deadlock_free", "at_bound"))
+        t.add_row(r["fabric"], str(r["switches"]), str(r["cas"]), str(r["lids"]), f"{r['route']:.1f}", f"{r['check']:.1f}",
+                  f"{total:.1f}", f"{r['peak_gb']:.2f} GB", verdicts, f"{o['ftree']:.1f}" if o else "not run",
+                  f"{o['ibdmchk']:.1f}" if o.get("ibdmchk") is not None else ("-" if not o else "> cap"), o.get("verdict", "-"))
+        last = model == SCALE[-1][0]
+        report.add(f"{r['fabric']}: loom route + full check", total, "s", target=SCALE_TARGET_S if last else None)
+        report.add(f"{r['fabric']}: loom peak memory", r["peak_gb"], "GB", target=SCALE_TARGET_GB if last else None)
+        report.add(f"{r['fabric']}: reachable, credit-loop free, at the as-built bound", verdicts.count("yes"), "of 3",
+                   target=3, better="higher")
+        if o:
+            opensm = o["ftree"] + (o["ibdmchk"] if o["ibdmchk"] is not None else IBDMCHK_CAP)
+            report.add(f"{r['fabric']}: OpenSM ftree + ibdmchk / loom (same run)", opensm / total, "×", target=20,
+                       better="higher", note="" if o["ibdmchk"] is not None else f"ibdmchk counted at its cap of {IBDMCHK_CAP} s")
+    console.print(t)
+
+
 def main(models: list[str]) -> int:
+    if models[:1] == ["--loom-alone"]:
+        print(json.dumps(loom_alone(Path(models[1]))))
+        return 0
     console = Console(width=160)
     if tools_missing():
         console.print(f"missing: {tools_missing()} — run `make setup`")
@@ -141,6 +224,8 @@ def main(models: list[str]) -> int:
             report.add(f"{r['fabric']}: spine-down max destinations per port", r["spine_down"], "",
                        target=ftree["spine_down"] if like else None,
                        note="target: OpenSM ftree's in the same run" if like else "ftree drops pairs: no like-for-like target")
+    if not models:
+        scale(console, report)
     console.print(report.table())
     report.save()
     return 0

@@ -491,6 +491,8 @@ def _np_default(o):
 
 
 def _print_check(name: str, p: dict) -> None:
+    from loom.render.check_report import ebb_text
+
     def verdict(ok: bool) -> str:
         return "[green]yes[/green]" if ok else "[red]NO[/red]"
 
@@ -542,8 +544,7 @@ def _print_check(name: str, p: dict) -> None:
         out.print(f"    inter-zone  max {iz['max_dest_per_link']} / bound {iz['lower_bound']} over {iz['links']} link directions")
     for w in b["worst"]:
         out.print(f"    [red]{w}[/red]", highlight=False)
-    out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items())
-              + (f"; whole fabric {p['ebb_fabric']}" if len(p["ebb_by_zone"]) > 1 else ""))
+    out.print(f"  eBB:            {ebb_text(p)}", highlight=False)
     for w in p["warnings"]:
         out.print(f"  [yellow]warning:[/yellow] {w}", highlight=False)
 

@@ -50,6 +50,7 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
         "qos": q,
         "balance": bal.as_dict(),
         "ebb": round(sum(ebb.values()) / len(ebb), 4) if ebb else None,
+        "ebb_samples": ebb_samples,
         "ebb_by_zone": ebb,
         "ebb_fabric": whole,
         "warnings": list(tables.warnings),

@@ -168,7 +168,7 @@ class SimFabric:
         return self.run(["dump_fts"]).stdout
 
 
-def ibdmchk(run_dir: Path, extra: tuple[str, ...] = ()) -> tuple[bool | None, str, float]:
+def ibdmchk(run_dir: Path, extra: tuple[str, ...] = (), timeout: float = 900) -> tuple[bool | None, str, float]:
     """Run ibdmchk on an OpenSM run's dumps → (credit-loop free?, report text, seconds).
     `extra`: more arguments, e.g. `-c path-sl -d sl2vl` for traffic on several VLs.
 
@@ -181,7 +181,7 @@ def ibdmchk(run_dir: Path, extra: tuple[str, ...] = ()) -> tuple[bool | None, st
         mc.write_text("")
     t0 = time.perf_counter()
     res = subprocess.run(["ibdmchk", "-s", "opensm-subnet.lst", "-f", "opensm.fdbs", "-m", "opensm.mcfdbs", *extra],
-                         cwd=run_dir, capture_output=True, text=True, timeout=900)
+                         cwd=run_dir, capture_output=True, text=True, timeout=timeout)
     seconds = time.perf_counter() - t0
     out = res.stdout
     if "no credit loops found" in out:

@@ -36,7 +36,7 @@ def markdown(report: dict, planes: list[dict], bound_key: str) -> str:
                      _yes(p["deadlock_free"]),
                      f"{_yes(b[bound_key])} ({b['max_dest_per_up_port']} / {b['lower_bound']} / {b.get('design_bound')})",
                      _yes(None if q is None else q["ok"]),
-                     p.get("ebb") if p.get("ebb_fabric") is None else f"{p['ebb']} (whole fabric {p['ebb_fabric']})"])
+                     ebb_text(p)])
     lines += _table(["plane", "engine", "reachable", "deadlock-free",
                      "balance (max dest/up-port / as-built bound / design bound)", "QoS", "eBB"], rows)
     for p in planes:
@@ -49,3 +49,13 @@ def markdown(report: dict, planes: list[dict], bound_key: str) -> str:
         for w in p.get("warnings", []):
             lines.append(f"- warning: {w}")
     return "\n".join(lines) + "\n"
+
+
+def ebb_text(p: dict) -> str:
+    """A plane's eBB figure as `loom check` prints it: the mean, each zone's, the whole fabric's —
+    or why there is none (`--ebb-samples 0` skips it; fewer than two CA ports cannot bisect)."""
+    if p.get("ebb") is None:
+        return "not measured (--ebb-samples 0)" if p.get("ebb_samples") == 0 else "none (fewer than two CA ports)"
+    zones = p.get("ebb_by_zone") or {}
+    text = f"{p['ebb']}" + (": " + ", ".join(f"{z} {v}" for z, v in zones.items()) if len(zones) > 1 else "")
+    return text + (f"; whole fabric {p['ebb_fabric']}" if len(zones) > 1 and p.get("ebb_fabric") is not None else "")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from .check_report import ebb_text
+
 
 def _yes(ok: bool) -> str:
     return "[green]yes[/green]" if ok else "[red]NO[/red]"
@@ -62,6 +64,6 @@ def print_plane(out: Console, name: str, p: dict) -> None:
               f"min {b['min_dest_per_up_port']}")
     for w in b["worst"]:
         out.print(f"    [red]{escape(str(w))}[/red]", highlight=False)
-    out.print(f"  eBB:            {p['ebb']}  " + ", ".join(f"{z} {v}" for z, v in p["ebb_by_zone"].items()))
+    out.print(f"  eBB:            {ebb_text(p)}", highlight=False)
     for w in p["warnings"]:
         out.print(f"  [yellow]warning:[/yellow] {escape(str(w))}", highlight=False)
