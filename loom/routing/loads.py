@@ -281,8 +281,8 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
             break
         best = _best_move(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, group.lids, down, peers)
         moves = [best[1:]] if best is not None else _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r,
-                                                           order, np.zeros(allowed.shape, np.int64) if down is None
-                                                           else down.cost(peers, group.lids.astype(np.int64)))
+                                                           order, lambda rows: np.zeros((len(rows), len(group.ports)), np.int64)
+                                                           if down is None else down.cost(peers, group.lids[rows].astype(np.int64)))
         if not moves:
             return False
         for i, j in moves:
@@ -336,34 +336,40 @@ def _best_move(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r,
 CHAIN_TRIES = 2048
 
 
-def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, costs) -> list[tuple[int, int]]:
+def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, order, cost) -> list[tuple[int, int]]:
     """Two moves where one cannot do: i leaves an over-full port for a port j that is full in
     total but has room for i's role, and some k of another role leaves j for a port with room;
-    the first pair that crowds nothing one level up (`costs`, [destination, port]), else the first pair — looking at
-    no more than `CHAIN_TRIES` pairs once one is found (a full search is quartic in the group
-    and took a minute on a zone with a spine down; 256 was too few: taking crowding pairs too
-    early left the three-layer tree's plan short of a fixed point, which one apply must reach)."""
-    first = []
+    the first pair that crowds nothing one level up (`cost(rows)` → [len(rows), port]: 0 where a
+    move crowds nothing), else the first pair — looking at no more than `CHAIN_TRIES` pairs once
+    one is found (a full search is quartic in the group and took a minute on a zone with a spine
+    down; 256 was too few: taking crowding pairs too early left the three-layer tree's plan short
+    of a fixed point, which one apply must reach).  The k, m of one (i, j) are judged at once."""
+    room_r = (load < bound)[None, :] & (load_r < cap_r[:, None])  # [role, port]: room for one more of the role
+    by_port = np.argsort(chosen, kind="stable")
+    starts = np.searchsorted(chosen[by_port], np.arange(len(load) + 1))
+    first: list[tuple[int, int]] = []
     tries = 0
-    for i in order:
+    for i in order[over[chosen[order]] | over_r[roles[order], chosen[order]]]:
         c, r = chosen[i], roles[i]
-        if not (over[c] or over_r[r, c]):
-            continue
+        cost_i = None
         for j in np.flatnonzero(allowed[i] & (load_r[r] < cap_r[r])):
             if j == c:
                 continue
-            for k in np.flatnonzero((chosen == j) & (roles != r)):
-                rk = roles[k]
-                room = allowed[k] & (load < bound) & (load_r[rk] < cap_r[rk])
-                room[j] = False
-                for m in np.flatnonzero(room):
-                    pair = [(int(k), int(m)), (int(i), int(j))]
-                    if costs[i, j] + costs[k, m] == 0:
-                        return pair
-                    first = first or pair
-                    tries += 1
-                    if tries >= CHAIN_TRIES:
-                        return first
+            ks = by_port[starts[j]:starts[j + 1]]  # on port j, ascending
+            ks = ks[roles[ks] != r]
+            room = allowed[ks] & room_r[roles[ks]]
+            room[:, j] = False
+            kk, mm = np.nonzero(room)
+            if not len(kk):
+                continue
+            cost_i = cost(np.array([i]))[0] if cost_i is None else cost_i
+            free = np.flatnonzero(cost_i[j] + cost(ks)[kk, mm] == 0)
+            if len(free) and free[0] < CHAIN_TRIES - tries:
+                return [(int(ks[kk[free[0]]]), int(mm[free[0]])), (int(i), int(j))]
+            first = first or [(int(ks[kk[0]]), int(mm[0])), (int(i), int(j))]
+            tries += len(kk)
+            if tries >= CHAIN_TRIES:
+                return first
     return first
 
 

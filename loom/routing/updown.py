@@ -217,11 +217,11 @@ class UpDown:
             return ports, mask & (target != x)[:, None]
         lower = (self.layer[peers] < self.layer[x])[None, :]
         higher = (self.layer[peers] > self.layer[x])[None, :]
+        peers_down, peers_updown = self.down[peers], self.updown[peers]  # [peer, switch]: rows first, then columns
 
         def legal(t: np.ndarray) -> np.ndarray:
-            t = t[:, None]
-            return np.where(self.down[x, t], lower & self.down[peers[None, :], t],
-                            higher & self.updown[x, t] & self.updown[peers[None, :], t])
+            return np.where(self.down[x, t][:, None], lower & peers_down[:, t].T,
+                            higher & self.updown[x, t][:, None] & peers_updown[:, t].T)
 
         mask = legal(target)
         stuck = ~self.updown[x, target]
