@@ -113,7 +113,10 @@ class GroupFigures:
 
 
 def _exact(group: PortGroup, role: int | None) -> int:
-    """The as-built bound; the flow is solved only when the counting bound is not already met."""
+    """The as-built bound; the flow is solved only when the counting bound is not already met
+    (and nothing is counted for a single legal port: its load is its bound)."""
+    if len(group.ports) == 1 and group.legal():
+        return len(group.lids) if role is None else int(np.count_nonzero(group.roles == role))
     quick = counting_bound(group.patterns, group.counts(role))
     if group.legal() and group.loads(role).max(initial=0) <= quick:
         return quick

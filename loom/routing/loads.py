@@ -154,12 +154,14 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
     pat_comp = np.where(pats.any(axis=1), comp[np.argmax(pats, axis=1)], -1)
     dest_pat = pat_of_t[inv]
     dest_comp = pat_comp[dest_pat]
+    by_comp = np.argsort(dest_comp, kind="stable")  # each group's destinations, ascending, without a pass per group
+    starts = np.searchsorted(dest_comp[by_comp], np.arange(len(ports) + 1))
     col = np.full(int(ports.max()) + 2, -1, np.int64)
     out = []
     for c in np.unique(comp):
         cols = np.flatnonzero(comp == c)
         mine = np.flatnonzero(pat_comp == c)
-        rows = np.flatnonzero(dest_comp == c)
+        rows = by_comp[starts[c]:starts[c + 1]]
         if len(rows) == 0:
             continue
         col[:] = -1
@@ -238,8 +240,8 @@ def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray, do
     Cheap first: single moves from a port over its cap to one with room, against the quick
     counting bounds (reaching those is optimal, and no flow is solved), then against the exact ones; only when single
     moves get stuck does a min-cost flow reassign the group."""
-    if group.legal() and group.at_counting_bound():
-        return
+    if group.legal() and (len(group.ports) == 1 or group.at_counting_bound()):
+        return  # a single port (a spine's one link down to a leaf) is at its bound by definition
     roles = group.role_codes()
     quick_total = counting_bound(group.patterns, group.counts())
     quick = {r: counting_bound(group.patterns, group.counts(r)) for r in roles}
