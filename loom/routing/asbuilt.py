@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import NO_ROUTE
+from .base import NO_ROUTE, lid_chunks
 from .loads import DownLoads, carried, distinct, port_groups, rebalance_switch
 from .subnet import Subnet
 from .updown import UpDown
@@ -108,10 +108,13 @@ def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.nda
     sn = ud.sn
     t = np.full(sn.max_lid + 1, -1, np.int64)
     t[lids] = target[lids]
-    into = np.zeros((sn.n, sn.n), np.int64)
-    rows, cols = np.nonzero(carries & (t >= 0)[None, :])
-    above = ud.layer[rows] > ud.layer[t[cols]]
-    np.add.at(into, (rows[above], t[cols[above]]), 1)
+    into = np.zeros(sn.n * sn.n, np.int64)
+    for c in lid_chunks(sn.n, sn.max_lid + 1):
+        rows, cols = np.nonzero(carries[:, c] & (t[c] >= 0)[None, :])
+        to = t[c][cols]
+        above = ud.layer[rows] > ud.layer[to]
+        into += np.bincount(rows[above] * sn.n + to[above], minlength=sn.n * sn.n)
+    into = into.reshape(sn.n, sn.n)
     delivered = np.bincount(t[t >= 0], minlength=sn.n)
     r, _, p = ud.links
     ups = np.bincount(r[(ud.layer[p] > ud.layer[r]) & (ud.zone[p] == ud.zone[r])], minlength=sn.n)

@@ -501,33 +501,31 @@ class FatTreeEngine:
         to_t = 1 + t_in_pod * z.links  # spine port down to T
         up0 = z.spine_down + 1 if z.three else None  # a spine's first up-port
 
-        def spines_towards(row_is_target, up_port_same_pos, target_pos):
-            for p2 in range(pods):
-                for s2 in range(z.S):
-                    row = z.spine(p2, s2)
-                    if row_is_target(p2, s2):
-                        yield row, 0
-                    elif s2 == target_pos:
-                        yield row, up_port_same_pos(p2, s2)
-                    elif p2 == t_pod:
-                        yield row, to_t
-                    else:  # any core of its group leads back down into T's pod
-                        yield row, up0 + (p2 + s2 + target_pos) % z.spec.spine_up
+        grid_pod, grid_pos = np.divmod(np.arange(pods * z.S), z.S)  # z.spines is pod-major
+        core_group = np.arange(len(z.cores)) // z.G if z.three else None
+
+        def spines_towards(target: tuple[int, int] | None, up_same_pos: int, target_pos: int) -> np.ndarray:
+            """Every spine's port towards a switch LID at spine position `target_pos` (the
+            spine `target` itself, or a core of that position's group): 0 on the target, up
+            from a spine at the same position, down to T in T's pod, else up to a core of
+            its group that leads back down into T's pod."""
+            port = up0 + (grid_pod + grid_pos + target_pos) % z.spec.spine_up if z.three else np.zeros(len(grid_pod), np.int64)
+            port = np.where(grid_pod == t_pod, to_t, port)
+            port = np.where(grid_pos == target_pos, up_same_pos, port)
+            if target is not None:
+                port = np.where((grid_pod == target[0]) & (grid_pos == target[1]), 0, port)
+            return port
 
         for p in range(pods):
             for s in range(z.S):
                 lid = int(sn.switch_lid[z.spine(p, s)])
                 lft[z.leaves, lid] = z.down + 1 + (leaf_pos % z.links) * z.S + s
-                for row, port in spines_towards(lambda p2, s2: (p2, s2) == (p, s),
-                                                lambda p2, s2: up0 + p % z.spec.spine_up, s):
-                    lft[row, lid] = port
-                for c, row in enumerate(z.cores):
-                    lft[row, lid] = 1 + (p if c // z.G == s else t_pod) * z.clinks
+                lft[z.spines, lid] = spines_towards((p, s), up0 + p % z.spec.spine_up if z.three else 0, s)
+                if z.three:
+                    lft[z.cores, lid] = 1 + np.where(core_group == s, p, t_pod) * z.clinks
         for c, row in enumerate(z.cores):
             lid = int(sn.switch_lid[row])
             g = c // z.G
             lft[z.leaves, lid] = z.down + 1 + (leaf_pos % z.links) * z.S + g
-            for srow, port in spines_towards(lambda p2, s2: False, lambda p2, s2: up0 + c - g * z.G, g):
-                lft[srow, lid] = port
-            for c2, row2 in enumerate(z.cores):
-                lft[row2, lid] = 0 if c2 == c else 1 + t_pod * z.clinks
+            lft[z.spines, lid] = spines_towards(None, up0 + c - g * z.G, g)
+            lft[z.cores, lid] = np.where(np.arange(len(z.cores)) == c, 0, 1 + t_pod * z.clinks)

@@ -51,6 +51,11 @@ class UpDown:
         rows, cols = np.nonzero(self.sn.peer_kind == TO_SWITCH)
         return rows, cols, self.sn.peer_dev[rows, cols]
 
+    @cached_property
+    def _link_rows(self) -> np.ndarray:
+        """[switch + 1] where each switch's links start in `links` (sorted by switch)."""
+        return np.searchsorted(self.links[0], np.arange(self.sn.n + 1))
+
     def _adjacency(self, step: int) -> csr_matrix:
         """[X, Y] 1 where X has a link to Y in its own zone one layer `step` away."""
         r, _, p = self.links
@@ -209,8 +214,9 @@ class UpDown:
         In a BiGraph: straight to a target of the other part, and through any switch of the
         other part that links to a target of the same part (one turn, in the other part)."""
         r, c, p = self.links
-        mine = (r == x) & (self.zone[p] == self.zone[x])
-        ports, peers = c[mine], p[mine]
+        lo, hi = self._link_rows[x], self._link_rows[x + 1]  # x's links: `links` is in switch order
+        mine = self.zone[p[lo:hi]] == self.zone[x]
+        ports, peers = c[lo:hi][mine], p[lo:hi][mine]
         if self.bigraph[x]:
             across = self.sn.switch(x).role != np.array([self.sn.switch(int(t)).role for t in target])
             mask = np.where(across[:, None], peers[None, :] == target[:, None], self.hops[peers[None, :], target[:, None]] == 1)
