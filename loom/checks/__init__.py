@@ -9,6 +9,7 @@ from loom.routing.base import Tables
 from .balance import check_balance
 from .deadlock import check_deadlock
 from .ebb import effective_bisection_bandwidth, fabric_ebb
+from .forked import Forked
 from .paths import Walk
 from .qos import check_qos
 from .reachability import check_reachability
@@ -26,6 +27,19 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
     `deadlock_free_single_vl` says whether the routing would also be safe on one VL.
     `balance_only` ([switch] bool): judge balance on those switches alone (`check_balance`)."""
     walk = Walk(tables)
+    walk.next_switch  # shared with the forked balance check, not computed twice
+    balance = Forked(lambda: check_balance(walk, balance_only), tables.lft.size)
+    try:
+        report = _other_checks(walk, ebb_samples, qos)
+        bal = balance.result()
+    finally:
+        balance.close()
+    return {**report, "balance": bal.as_dict()}
+
+
+def _other_checks(walk: Walk, ebb_samples: int, qos) -> dict:
+    """Everything of `check_tables` but balance (which runs beside it, `Forked`), in its key order."""
+    tables = walk.tables
     reach = check_reachability(walk)
     layers = zone_layers(tables.subnet.fabric.model)
     dead = check_deadlock(walk, layers=layers)
@@ -35,7 +49,6 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
         free, cycle = not vl_cycles, (vl_cycles[0] if vl_cycles else None)
     else:
         free, cycle = dead.deadlock_free, dead.cycle
-    bal = check_balance(walk, balance_only)
     ebb = effective_bisection_bandwidth(walk, ebb_samples) if ebb_samples else {}
     whole = fabric_ebb(walk, ebb_samples) if ebb_samples and len(ebb) > 1 else (next(iter(ebb.values())) if ebb else None)
     return {
@@ -48,7 +61,7 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
         "part_vls": layers is not None and any(z.kind == "bigraph" for z in tables.subnet.fabric.model.zones),
         "cycle": cycle,
         "qos": q,
-        "balance": bal.as_dict(),
+        "balance": None,  # filled in by check_tables
         "ebb": round(sum(ebb.values()) / len(ebb), 4) if ebb else None,
         "ebb_samples": ebb_samples,
         "ebb_by_zone": ebb,

@@ -49,12 +49,14 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     for x in np.flatnonzero(ud.live):
         _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
     # level by level, since a lower level's choices decide what reaches the next one
+    as_carried = None  # the tables `used` was computed for: a level that moved nothing needs no new one
     for lay, direction in ((0, "up"), (0, "across"), (1, "up"), (2, "down"), (1, "down")):
         if direction == "across" and not ud.bigraph.any():
             continue  # only BiGraph switches have ports across (and `carried` is the costly part)
-        used = carried(sn, lft, lids)
-        full = np.zeros(lft.shape, bool)
-        full[:, lids] = used
+        if as_carried is None or not np.array_equal(lft, as_carried):
+            used, as_carried = carried(sn, lft, lids), lft.copy()
+            full = np.zeros(lft.shape, bool)
+            full[:, lids] = used
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
         for x in np.flatnonzero(ud.live & (ud.layer == lay)):
             if settled is not None and settled[x] and (lft[x] == start[x]).all() and (used[x] == reached[x]).all():

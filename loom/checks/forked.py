@@ -1,0 +1,85 @@
+"""Run one check in a forked child while the parent runs the others.
+
+The checks of a subnet are independent passes over the same read-only arrays, and on a large
+one (the LID-limit fabric: 150 million table cells) balance alone takes as long as
+reachability, deadlock and eBB together.  fork() hands the child those arrays copy-on-write,
+so nothing is copied or pickled on the way in and only the small result comes back through a
+pipe: the second core does half the work.
+
+Used only where it pays and is safe: subnets of at least FORK_CELLS cells (below that the fork
+costs more than it saves), on the main thread (the child resets SIGINT/SIGTERM to their
+defaults so an apply's restore handler never runs in it, and only the main thread may), and
+where os.fork exists; otherwise the work runs inline and `result()` just returns it.  The child
+touches no console, log or file of the parent, and leaves with os._exit (no atexit handler of
+the parent, such as a temporary directory's removal, runs twice).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import threading
+from typing import Callable, Generic, TypeVar
+
+T = TypeVar("T")
+
+#: [switch × LID] cells from which a check is worth a process of its own
+FORK_CELLS = 1 << 24
+
+
+class Forked(Generic[T]):
+    """`fn()` running in a child process (or already run inline); `result()` waits for it."""
+
+    def __init__(self, fn: Callable[[], T], cells: int) -> None:
+        self.pid = 0
+        if cells < FORK_CELLS or not hasattr(os, "fork") or threading.current_thread() is not threading.main_thread():
+            self._value = fn()
+            return
+        read, write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child
+            os.close(read)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            try:
+                data = pickle.dumps((True, fn()))
+            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
+                try:
+                    data = pickle.dumps((False, exc))
+                except Exception:  # noqa: BLE001 - an exception that does not pickle
+                    data = pickle.dumps((False, RuntimeError(repr(exc))))
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+            os._exit(0)
+        os.close(write)
+        self._pipe = os.fdopen(read, "rb")
+
+    def result(self) -> T:
+        """The child's value (or its exception, raised here)."""
+        if not self.pid:
+            return self._value
+        data = self._pipe.read()
+        self._pipe.close()
+        os.waitpid(self.pid, 0)
+        self.pid = 0
+        if not data:
+            raise RuntimeError("a forked check died without a result (out of memory?)")
+        ok, value = pickle.loads(data)
+        if not ok:
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Stop and reap the child if it is still running (the parent failed first)."""
+        if not self.pid:
+            return
+        pid, self.pid = self.pid, 0
+        self._pipe.close()
+        try:
+            if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        self._value = None
