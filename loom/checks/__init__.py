@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
+from loom.forked import Forked
 from loom.model.rules import direction_split, zone_layers
 from loom.routing.base import Tables
 
 from .balance import check_balance
 from .deadlock import check_deadlock
 from .ebb import effective_bisection_bandwidth, fabric_ebb
-from .forked import Forked
 from .paths import Walk
 from .qos import check_qos
 from .reachability import check_reachability

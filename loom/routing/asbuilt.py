@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from loom.forked import Forked
+
 from .base import NO_ROUTE, lid_chunks
 from .loads import DownLoads, carried, distinct, port_groups, rebalance_switch
 from .subnet import Subnet
@@ -46,8 +48,7 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     lids = np.flatnonzero(ud.live_lids)
     if settled is not None:
         start, reached = lft.copy(), carried(sn, lft, lids)
-    for x in np.flatnonzero(ud.live):
-        _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
+    _legalize(ud, lft, target, lids, roles)
     # level by level, since a lower level's choices decide what reaches the next one
     as_carried = None  # the tables `used` was computed for: a level that moved nothing needs no new one
     for lay, direction in ((0, "up"), (0, "across"), (1, "up"), (2, "down"), (1, "down")):
@@ -126,6 +127,29 @@ def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.nda
     return DownLoads(carries.copy(), into, cap, t)
 
 
+def _legalize(ud: UpDown, lft: np.ndarray, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> None:
+    """`_legalize_switch` on every live switch; on a large subnet the second half of them in a
+    forked child (`loom.forked`), which sends back the rows it changed."""
+    rows = np.flatnonzero(ud.live)
+    mine, theirs = rows[: len(rows) // 2], rows[len(rows) // 2:]
+
+    def repair(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        before = lft[part].copy()
+        for x in part:
+            _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
+        changed = part[(lft[part] != before).any(axis=1)]
+        return changed, lft[changed]
+
+    ud.computed()
+    other = Forked(lambda: repair(theirs), lft.size)
+    try:
+        repair(mine)
+        changed, new_rows = other.result()
+        lft[changed] = new_rows
+    finally:
+        other.close()
+
+
 def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> None:
     """Move each illegal entry of switch x to the legal port least loaded with its destination's
     role (then in total), so the repair already keeps per-role balance and the rebalance after
@@ -138,13 +162,13 @@ def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, li
         return
     ut, inv = distinct(t, ud.sn.n)
     ports, umask = ud.candidates(x, ut)
-    mask = umask[inv]
     col = np.full(256, -1, np.int64)
     col[ports] = np.arange(len(ports))
     cur = col[lft[x, lids].astype(np.int64)]
-    ok = (cur >= 0) & mask[np.arange(len(lids)), np.maximum(cur, 0)]
+    ok = (cur >= 0) & umask[inv, np.maximum(cur, 0)]  # by target: no [destination × port] matrix
     if ok.all():
         return
+    mask = umask[inv]
     load = np.bincount(np.maximum(cur[ok], 0), minlength=len(ports)).astype(np.int64)
     role = roles[lids]
     load_r = np.zeros((int(role.max()) + 1, len(ports)), np.int64)

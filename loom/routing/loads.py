@@ -25,6 +25,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
+from loom.forked import Forked
+
 from .base import lid_chunks
 from .subnet import TO_SWITCH
 from .updown import UpDown
@@ -264,10 +266,15 @@ def _single_moves(lft: np.ndarray, group: PortGroup, bound: int, bound_r: dict[i
     (`peers`: the switch behind each port), a move that crowds a port one level up is taken only
     when no move among the next candidates avoids it."""
     chosen = group.chosen.copy()
-    allowed = group.patterns[group.pattern]
+
+    def allowed(rows):
+        """[rows, port] the legal ports of those destinations (looked up by pattern: the full
+        [destination × port] matrix would be rebuilt for every group)."""
+        return group.patterns[group.pattern[rows]]
+
     # a destination on an illegal port must move: give it its least loaded legal port first
-    for i in np.flatnonzero((chosen < 0) | ~allowed[np.arange(len(chosen)), np.maximum(chosen, 0)]):
-        legal = np.flatnonzero(allowed[i])
+    for i in np.flatnonzero((chosen < 0) | ~group.patterns[group.pattern, np.maximum(chosen, 0)]):
+        legal = np.flatnonzero(allowed(i))
         chosen[i] = legal[np.argmin(np.bincount(chosen[chosen >= 0], minlength=len(group.ports))[legal])]
     roles = group.roles
     nr = int(roles.max()) + 1
@@ -312,12 +319,14 @@ def _best_move(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r,
     have a port with room; among the first `SEEN` of them the first whose best port (least
     crowding one level up, then least loaded, then lowest) crowds nothing, else the first.  All
     candidates at once in numpy: one at a time in Python took 90 s on a fabric routed by minhop."""
-    over_any = over[chosen[order]] | over_r[roles[order], chosen[order]]
     found, rooms = [], []
-    for start in range(0, len(order), 4 * SEEN):  # a few at a time: the first SEEN usually come early
-        part = order[start:start + 4 * SEEN][over_any[start:start + 4 * SEEN]]
+    start, step = 0, 4 * SEEN
+    while start < len(order):  # a few at a time, more each round: the first SEEN usually come early
+        part = order[start:start + step]
+        start, step = start + step, 2 * step
+        part = part[over[chosen[part]] | over_r[roles[part], chosen[part]]]
         r = roles[part]
-        room = allowed[part] & (load < bound)[None, :] & (load_r[r] < cap_r[r][:, None])
+        room = allowed(part) & (load < bound)[None, :] & (load_r[r] < cap_r[r][:, None])
         room[np.arange(len(part)), chosen[part]] = False
         has = room.any(axis=1)
         found.append(part[has])
@@ -354,12 +363,12 @@ def _chain(chosen, allowed, roles, load, load_r, bound, cap_r, over, over_r, ord
     for i in order[over[chosen[order]] | over_r[roles[order], chosen[order]]]:
         c, r = chosen[i], roles[i]
         cost_i = None
-        for j in np.flatnonzero(allowed[i] & (load_r[r] < cap_r[r])):
+        for j in np.flatnonzero(allowed(i) & (load_r[r] < cap_r[r])):
             if j == c:
                 continue
             ks = by_port[starts[j]:starts[j + 1]]  # on port j, ascending
             ks = ks[roles[ks] != r]
-            room = allowed[ks] & room_r[roles[ks]]
+            room = allowed(ks) & room_r[roles[ks]]
             room[:, j] = False
             kk, mm = np.nonzero(room)
             if not len(kk):
@@ -421,9 +430,19 @@ def carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray | None = No
     """[switch, j] True where a packet to lids[j] from a source switch (`seeds`, bool per switch;
     default: the switches with channel adapters) passes the switch: the entries that carry data
     traffic (balance is about those; a spine's table lists every destination, but only the ones
-    leaves send up to it reach it).  A chunk of LIDs at a time (`lid_chunks`)."""
+    leaves send up to it reach it).  A chunk of LIDs at a time (`lid_chunks`); on a large subnet
+    the second half of the LIDs in a forked child (`loom.forked`)."""
     if seeds is None:
         seeds = np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0
+    half = len(lids) // 2
+    other = Forked(lambda: _carried(sn, lft, lids[half:], seeds), sn.n * len(lids))
+    try:
+        return np.concatenate([_carried(sn, lft, lids[:half], seeds), other.result()], axis=1)
+    finally:
+        other.close()
+
+
+def _carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     seen = np.zeros((sn.n, len(lids)), bool)
     seen[seeds, :] = True
     for c in lid_chunks(sn.n, len(lids)):

@@ -205,6 +205,13 @@ class UpDown:
         """[X] the switch is in a BiGraph part (upper or lower), where paths go across."""
         return np.array([self.sn.switch(i).role in ("upper", "lower") for i in range(self.sn.n)], bool)
 
+    def computed(self) -> "UpDown":
+        """Every matrix `candidates` may read, computed now: before a fork (`loom.forked`), so that
+        parent and child share them instead of each computing its own."""
+        for name in ("layer", "zone", "links", "_link_rows", "down", "updown", "hops", "_turns", "turned", "bigraph"):
+            getattr(self, name)
+        return self
+
     def candidates(self, x: int, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ports, mask[len(target), len(ports)]): which of switch x's same-zone ports are legal
         next hops towards each target: down towards it if x is above it, else up towards it;

@@ -1,15 +1,16 @@
-"""Run one check in a forked child while the parent runs the others.
+"""Run part of a large pass in a forked child while the parent does the rest.
 
-The checks of a subnet are independent passes over the same read-only arrays, and on a large
-one (the LID-limit fabric: 150 million table cells) balance alone takes as long as
-reachability, deadlock and eBB together.  fork() hands the child those arrays copy-on-write,
-so nothing is copied or pickled on the way in and only the small result comes back through a
-pipe: the second core does half the work.
+Routing and checking a large subnet are passes over read-only [switch × LID] arrays that split
+cleanly: the balance check beside reachability, deadlock and eBB; half the LIDs of `carried`;
+half the switches of the engine's legality repair.  fork() hands the child those arrays
+copy-on-write, so nothing is copied or pickled on the way in and only the result comes back
+through a pipe: the second core does half the work (the LID-limit fabric: 150 million cells).
 
 Used only where it pays and is safe: subnets of at least FORK_CELLS cells (below that the fork
 costs more than it saves), on the main thread (the child resets SIGINT/SIGTERM to their
 defaults so an apply's restore handler never runs in it, and only the main thread may), and
-where os.fork exists; otherwise the work runs inline and `result()` just returns it.  The child
+where os.fork exists, and not inside a child (one fork at a time: two cores); otherwise the work
+runs inline and `result()` just returns it.  The child
 touches no console, log or file of the parent, and leaves with os._exit (no atexit handler of
 the parent, such as a temporary directory's removal, runs twice).
 """
@@ -24,21 +25,24 @@ from typing import Callable, Generic, TypeVar
 
 T = TypeVar("T")
 
-#: [switch × LID] cells from which a check is worth a process of its own
+#: [switch × LID] cells from which a pass is worth a process of its own
 FORK_CELLS = 1 << 24
+_in_child = False  # set in a forked child: it runs everything inline
 
 
 class Forked(Generic[T]):
     """`fn()` running in a child process (or already run inline); `result()` waits for it."""
 
     def __init__(self, fn: Callable[[], T], cells: int) -> None:
+        global _in_child
         self.pid = 0
-        if cells < FORK_CELLS or not hasattr(os, "fork") or threading.current_thread() is not threading.main_thread():
+        if cells < FORK_CELLS or _in_child or not hasattr(os, "fork") or threading.current_thread() is not threading.main_thread():
             self._value = fn()
             return
         read, write = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:  # the child
+            _in_child = True
             os.close(read)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
