@@ -176,17 +176,18 @@ def path_counts(walk: Walk) -> np.ndarray:
     counts = np.zeros(sn.n * 256)
     for c in lid_chunks(sn.n, len(sn.ca_lids)):
         ca = sn.ca_lids[c]
+        nxt_c, out_c = nxt[:, ca], lft[:, ca]  # the chunk's columns: small and close together
         weight = np.repeat(walk.cas_on_switch[:, None], len(ca), axis=1)
         weight[sn.ca_switch[ca], np.arange(len(ca))] -= 1  # not to itself
         cur, col = np.nonzero(weight > 0)
-        w, d = weight[cur, col], ca[col]
+        w = weight[cur, col]
         for _ in range(sn.n):
             if not len(cur):
                 break
-            counts += np.bincount(cur * 256 + lft[cur, d], weights=w, minlength=sn.n * 256)
-            step = nxt[cur, d]
+            counts += np.bincount(cur * 256 + out_c[cur, col], weights=w, minlength=sn.n * 256)
+            step = nxt_c[cur, col]
             go = step >= 0
-            cur, d, w = step[go].astype(np.int64), d[go], w[go]
+            cur, col, w = step[go].astype(np.int64), col[go], w[go]
     return counts.astype(np.int64).reshape(sn.n, 256)
 
 

@@ -70,17 +70,17 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
 def _mark_dependencies(walk: Walk, lids: np.ndarray, seeds: np.ndarray | None, seen: np.ndarray) -> None:
     """Set seen[channel a × ports + port] for packets to `lids`: switch s forwards d over
     channel a to switch t, which forwards it on to another switch by that port."""
-    sn, lft = walk.tables.subnet, walk.tables.lft
+    sn = walk.tables.subnet
     ports = sn.max_port + 1
-    hop = walk.next_switch[:, lids] >= 0
+    nxt, out = walk.next_switch[:, lids], walk.tables.lft[:, lids]  # the chunk's columns: small and close together
+    hop = nxt >= 0
     if seeds is not None:
-        hop &= carried(sn, lft, lids, seeds)
+        hop &= carried(sn, walk.tables.lft, lids, seeds)
     s, j = np.nonzero(hop)
-    d = lids[j]
-    t = walk.next_switch[s, d].astype(np.int64)
-    keep = walk.next_switch[t, d] >= 0
-    s, t, d = s[keep], t[keep], d[keep]
-    seen[(s * ports + lft[s, d]) * ports + lft[t, d]] = True
+    t = nxt[s, j].astype(np.int64)
+    keep = nxt[t, j] >= 0
+    s, t, j = s[keep], t[keep], j[keep]
+    seen[(s * ports + out[s, j]) * ports + out[t, j]] = True
 
 
 def check_deadlock(walk: Walk, sources: str = "all", lids: np.ndarray | None = None, layers=None) -> Deadlock:

@@ -83,17 +83,20 @@ def _follow(nxt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(end, hops) of every cell of a [switch × LID] block of next hops: the packets still
     travelling are kept as flat index lists, which shrink as packets arrive."""
     n, w = nxt.shape
-    cell = np.arange(n * w)
-    cur, col = cell // w, cell % w
+    flat = nxt.ravel()
+    cell = np.arange(n * w, dtype=np.int32)  # a chunk is far below 2^31 cells; int32 halves the traffic
+    at = cell.copy()  # where each packet is: cur * w + col
+    col = cell % w
     end, hops = np.zeros(n * w, np.int8), np.zeros(n * w, np.int16)
     for _ in range(n + 1):
         if not len(cell):
             break
-        step = nxt[cur, col].astype(np.int64)
+        step = flat[at]
         done = step < 0
         end[cell[done]] = step[done]
         go = ~done
-        cell, cur, col = cell[go], step[go], col[go]
+        cell, col = cell[go], col[go]
+        at = step[go].astype(np.int32) * w + col
         hops[cell] += 1
     end[cell] = LOOP
     return end.reshape(n, w), hops.reshape(n, w)
