@@ -141,6 +141,12 @@ def group_figures(walk: Walk, only: np.ndarray | None = None) -> list[GroupFigur
             if level is None:
                 continue
             dports = _design_ports(sn, g)
+            if len(g.ports) == 1 and g.legal():  # most groups (a spine's link down to one leaf): load = bound
+                counts = np.bincount(g.roles)
+                per_role = {names[r]: (int(counts[r]), int(counts[r]), -(-int(counts[r]) // dports)) for r in np.flatnonzero(counts)}
+                out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), np.array([len(g.lids)]),
+                                        len(g.lids), -(-len(g.lids) // dports), per_role))
+                continue
             per_role = {names[r]: (int(g.loads(r).max()), _exact(g, r), -(-int((g.roles == r).sum()) // dports))
                         for r in g.role_codes()}
             out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), g.loads(), _exact(g, None),
