@@ -148,7 +148,8 @@ def opensm_at_scale(model: Path, console: Console) -> dict:
 
 
 def scale(console: Console, report: Figures) -> None:
-    t = Table(title="At scale: Loom route + full check in its own process (peak memory is its own); OpenSM in the simulator")
+    t = Table(title="At scale: Loom route + full check in its own process (peak memory: it and its forked check, shared "
+              "pages counted twice); OpenSM in the simulator")
     for col in ("fabric", "switches", "CA ports", "LIDs", "loom route", "loom check", "loom total", "peak memory",
                 "reachable / credit-loop free / at bound", "opensm ftree", "ibdmchk", "ibdmchk verdict"):
         t.add_column(col, justify="left" if col == "fabric" else "right")
@@ -159,7 +160,7 @@ def scale(console: Console, report: Figures) -> None:
         total = r["route"] + r["check"]
         verdicts = "/".join("yes" if r[k] else "NO" for k in ("reachable", "deadlock_free", "at_bound"))
         t.add_row(r["fabric"], str(r["switches"]), str(r["cas"]), str(r["lids"]), f"{r['route']:.1f}", f"{r['check']:.1f}",
-                  f"{total:.1f}", f"{r['peak_gb']:.2f} GB", verdicts, f"{o['ftree']:.1f}" if o else "not run",
+                  f"{total:.1f}", f"{r['peak_gb']:.2f} GB", verdicts, f"{o['ftree']:.1f} ({o['used']})" if o else "not run",
                   f"{o['ibdmchk']:.1f}" if o.get("ibdmchk") is not None else ("-" if not o else "> cap"), o.get("verdict", "-"))
         last = model == SCALE[-1][0]
         report.add(f"{r['fabric']}: loom route + full check", total, "s", target=SCALE_TARGET_S if last else None)
