@@ -8,11 +8,11 @@ through a pipe: the second core does half the work (the LID-limit fabric: 150 mi
 
 Used only where it pays and is safe: subnets of at least FORK_CELLS cells (below that the fork
 costs more than it saves), on the main thread (the child resets SIGINT/SIGTERM to their
-defaults so an apply's restore handler never runs in it, and only the main thread may), and
-where os.fork exists, and not inside a child (one fork at a time: two cores); otherwise the work
-runs inline and `result()` just returns it.  The child
-touches no console, log or file of the parent, and leaves with os._exit (no atexit handler of
-the parent, such as a temporary directory's removal, runs twice).
+defaults so an apply's restore handler never runs in it, and only the main thread may), where
+os.fork exists and works, and not inside a child (one fork at a time: two cores); otherwise the
+work runs inline and `result()` just returns it.  The child touches no console, log or file of
+the parent (descriptors it inherits are only held until it exits, seconds later) and leaves
+with os._exit, so no atexit handler of the parent (a temporary directory's removal) runs twice.
 """
 
 from __future__ import annotations
@@ -40,7 +40,13 @@ class Forked(Generic[T]):
             self._value = fn()
             return
         read, write = os.pipe()
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:  # no memory or process slot for a child: do it here
+            os.close(read)
+            os.close(write)
+            self._value = fn()
+            return
         if self.pid == 0:  # the child
             _in_child = True
             os.close(read)
