@@ -23,6 +23,9 @@ INVENTORY_NODES = 24
 #: Fabrics with more NIC ports are validated, expanded and summarised only (routing the 32,768-GPU
 #: fabric takes half a minute: a few such cases would take the whole budget of a campaign).
 ROUTE_PORTS = 5000
+#: ... and subnets of more table cells (switches × LIDs) likewise: Loom accepts up to 2^28 (the LID-limit
+#: fabric, ~40 s and ~3 GB: `make bench-routing` measures it), beyond a case's time and memory caps.
+ROUTE_CELLS = 1 << 25
 
 
 def _under(rel: str) -> None:
@@ -46,7 +49,7 @@ def run_pipeline(path: Path) -> str:
     if len(fabric.nodes) <= INVENTORY_NODES:
         for rel in inventory(fabric):
             _under(rel)
-    if len(fabric.ports) > ROUTE_PORTS:
+    if len(fabric.ports) > ROUTE_PORTS or _cells(fabric) > ROUTE_CELLS:
         return "ok"
     _render_slurm(fabric)
     tables = route(fabric)
@@ -68,6 +71,13 @@ def run_pipeline(path: Path) -> str:
 
         to_csv(cable_plan(fabric, load_catalogue(path, fabric.model.cabling.catalogue)))
     return "ok"
+
+
+def _cells(fabric) -> int:
+    """Forwarding-table cells of the fabric's largest subnet (switches × LIDs, one LID per port)."""
+    from loom.routing import subnets
+
+    return max((sn.n * (sn.max_lid + 1) for sn in subnets(fabric)), default=0)
 
 
 def _render_slurm(fabric) -> None:
