@@ -217,3 +217,30 @@ def test_chunked_passes_see_the_same_whatever_the_chunk(monkeypatch, ff2, plant)
               "credit loop": not whole["deadlock_free"], "drop": not whole["reachable"],
               "forwarding loop": not whole["reachable"], "imbalance": not whole["balance"]["within_bound"]}
     assert caught[plant]
+
+
+def test_top_switches_counted_at_once_until_an_entry_is_off_its_one_legal_port(ff2):
+    """A top switch whose ports each lead to the one child below it that reaches what it carries
+    (a two-layer tree's spine, a core with one link per pod) has its figures counted per port at
+    once (`_single_port_figures`); an entry moved to another child's port makes it hand the switch
+    to the general pass, which sees the change."""
+    import numpy as np
+
+    from loom.checks.balance import _single_port_figures, group_figures
+    from loom.routing.loads import carried
+    from loom.routing.updown import UpDown
+
+    sn = ff2.subnet
+    ud = UpDown(sn)
+    top = int(np.flatnonzero(ud.layer == 1)[0])
+    lids = np.flatnonzero(ud.live_lids)
+    roles = np.zeros(sn.max_lid + 1, np.int64)
+    used = lids[carried(sn, ff2.lft, lids)[top]]
+    target = ud.targets(ff2.lft)[ud.zone[top]]
+    assert _single_port_figures(ud, ff2.lft, top, target, used, roles, ["any"]) is not None
+    lid = int(used[0])
+    other = next(p for p in np.flatnonzero(sn.peer_kind[top] != 0) if p != ff2.lft[top, lid])
+    bad = ff2.with_entries({(top, lid): int(other)})
+    assert _single_port_figures(ud, bad.lft, top, target, used, roles, ["any"]) is None
+    assert [g.loads.tolist() for g in group_figures(Walk(bad)) if g.row == top] != \
+        [g.loads.tolist() for g in group_figures(Walk(ff2)) if g.row == top]

@@ -76,20 +76,21 @@ def design_up_ports(sn) -> np.ndarray:
     return out
 
 
-def _design_ports(sn, group: PortGroup) -> int:
-    """Ports the group has in the intact design: all up-ports, or the parallel links to one child."""
-    s = sn.switch(group.switch)
+def _design_ports(sn, switch: int, direction: str, ports: int) -> int:
+    """Ports a group of `ports` ports has in the intact design: all up-ports, or the parallel links
+    to one child."""
+    s = sn.switch(switch)
     z = next(z for z in sn.fabric.model.zones if z.name == s.zone)
     counts = getattr(z, "spine_links", None)
-    if group.direction == "across":  # a BiGraph switch: one link to each switch of the other part
+    if direction == "across":  # a BiGraph switch: one link to each switch of the other part
         design = z.switches // 2
-    elif group.direction == "up":
+    elif direction == "up":
         design = (sum(counts) if counts else z.leaf_up) if s.role == "leaf" else getattr(z, "spine_up", 0)
     elif s.role == "spine":
         design = counts[s.position] if counts else z.leaf_up // (getattr(z, "spines_per_pod", None) or z.spines)
     else:
         design = z.spine_up // (z.cores // z.spines_per_pod)
-    return max(design, len(group.ports))
+    return max(design, ports)
 
 
 @dataclass
@@ -136,11 +137,15 @@ def group_figures(walk: Walk, only: np.ndarray | None = None) -> list[GroupFigur
     used = carried(sn, lft, lids)
     out = []
     for x in np.flatnonzero(ud.live & (True if only is None else only)):
+        quick = _single_port_figures(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles, names)
+        if quick is not None:
+            out += quick
+            continue
         for g in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
             level = LEVELS.get((sn.switch(g.switch).role, g.direction))
             if level is None:
                 continue
-            dports = _design_ports(sn, g)
+            dports = _design_ports(sn, g.switch, g.direction, len(g.ports))
             if len(g.ports) == 1 and g.legal():  # most groups (a spine's link down to one leaf): load = bound
                 counts = np.bincount(g.roles)
                 per_role = {names[r]: (int(counts[r]), int(counts[r]), -(-int(counts[r]) // dports)) for r in np.flatnonzero(counts)}
@@ -151,6 +156,39 @@ def group_figures(walk: Walk, only: np.ndarray | None = None) -> list[GroupFigur
                         for r in g.role_codes()}
             out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), g.loads(), _exact(g, None),
                                     -(-len(g.lids) // dports), per_role))
+    return out
+
+
+def _single_port_figures(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray,
+                         names: list[str]) -> list[GroupFigures] | None:
+    """The figures of a switch whose every port leads down to a child that alone reaches what it
+    carries (a core of a three-layer tree: `UpDown.single_down`), counted per port at once — the
+    same figures `port_groups` gives, one single-port group per port in use.  None when the switch
+    is not like that, or a destination is not on the one legal port: then the general pass judges it."""
+    sn = ud.sn
+    r, c, p = ud.links
+    mine = slice(ud._link_rows[x], ud._link_rows[x + 1])
+    ports, peers = c[mine], p[mine]
+    level = LEVELS.get((sn.switch(x).role, "down"))
+    if not ud.single_down[x] or level is None or len(peers) == 0 or (ud.zone[peers] != ud.zone[x]).any() \
+            or (ud.layer[peers] >= ud.layer[x]).any():
+        return None
+    t = target[lids]
+    keep = (t >= 0) & (t != x)
+    lids, t = lids[keep], t[keep]
+    reach = ud.down[peers][:, t]  # [port, destination]: the child behind the port reaches its target
+    if (reach.sum(axis=0) != 1).any():
+        return None
+    port = ports[reach.argmax(axis=0)]
+    if (lft[x, lids] != port).any():
+        return None
+    out = []
+    for q in np.unique(port):
+        counts = np.bincount(roles[lids[port == q]])
+        n = int(counts.sum())
+        dports = _design_ports(sn, x, "down", 1)
+        out.append(GroupFigures(level, x, sn.name(x), [int(q)], np.array([n]), n, -(-n // dports),
+                                {names[k]: (int(counts[k]), int(counts[k]), -(-int(counts[k]) // dports)) for k in np.flatnonzero(counts)}))
     return out
 
 

@@ -54,12 +54,17 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     for lay, direction in ((0, "up"), (0, "across"), (1, "up"), (2, "down"), (1, "down")):
         if direction == "across" and not ud.bigraph.any():
             continue  # only BiGraph switches have ports across (and `carried` is the costly part)
+        rows = np.flatnonzero(ud.live & (ud.layer == lay))
+        if direction == "down":
+            rows = rows[~ud.single_down[rows]]  # each destination has one legal port down: nothing to even out
+        if not len(rows):
+            continue
         if as_carried is None or not np.array_equal(lft, as_carried):
             used, as_carried = carried(sn, lft, lids), lft.copy()
             full = np.zeros(lft.shape, bool)
             full[:, lids] = used
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
-        for x in np.flatnonzero(ud.live & (ud.layer == lay)):
+        for x in rows:
             if settled is not None and settled[x] and (lft[x] == start[x]).all() and (used[x] == reached[x]).all():
                 continue
             prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)

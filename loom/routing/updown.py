@@ -83,6 +83,19 @@ class UpDown:
         return reach
 
     @cached_property
+    def single_down(self) -> np.ndarray:
+        """[X] every destination X sends down has exactly one legal port: each child below X is
+        cabled to it once and no two children reach a switch downward (a three-layer tree's cores
+        and spines with one link per child).  Their down groups are single ports, at their bound
+        by definition, so the engine's balance pass leaves them alone."""
+        n = self.sn.n
+        r, _, p = self.links
+        m = (self.zone[r] == self.zone[p]) & (self.layer[p] < self.layer[r])
+        links = np.bincount(r[m] * n + p[m], minlength=n * n).reshape(n, n)  # [X, child] links between them
+        below = csr_matrix((links > 0).astype(np.int32)) @ self.down.astype(np.int32)  # [X, t] children reaching t
+        return (links <= 1).all(axis=1) & (below <= 1).all(axis=1)
+
+    @cached_property
     def hops(self) -> np.ndarray:
         """[X, Y] switch-to-switch hops within a zone over working links (inf: not connected)."""
         r, _, p = self.links
