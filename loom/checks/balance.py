@@ -114,10 +114,7 @@ class GroupFigures:
 
 
 def _exact(group: PortGroup, role: int | None) -> int:
-    """The as-built bound; the flow is solved only when the counting bound is not already met
-    (and nothing is counted for a single legal port: its load is its bound)."""
-    if len(group.ports) == 1 and group.legal():
-        return len(group.lids) if role is None else int(np.count_nonzero(group.roles == role))
+    """The as-built bound; the flow is solved only when the counting bound is not already met."""
     quick = counting_bound(group.patterns, group.counts(role))
     if group.legal() and group.loads(role).max(initial=0) <= quick:
         return quick
@@ -147,10 +144,7 @@ def group_figures(walk: Walk, only: np.ndarray | None = None) -> list[GroupFigur
                 continue
             dports = _design_ports(sn, g.switch, g.direction, len(g.ports))
             if len(g.ports) == 1 and g.legal():  # most groups (a spine's link down to one leaf): load = bound
-                counts = np.bincount(g.roles)
-                per_role = {names[r]: (int(counts[r]), int(counts[r]), -(-int(counts[r]) // dports)) for r in np.flatnonzero(counts)}
-                out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), np.array([len(g.lids)]),
-                                        len(g.lids), -(-len(g.lids) // dports), per_role))
+                out.append(_one_port_figures(sn, level, int(g.switch), int(g.ports[0]), g.roles, names, dports))
                 continue
             per_role = {names[r]: (int(g.loads(r).max()), _exact(g, r), -(-int((g.roles == r).sum()) // dports))
                         for r in g.role_codes()}
@@ -166,9 +160,7 @@ def _single_port_figures(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray
     same figures `port_groups` gives, one single-port group per port in use.  None when the switch
     is not like that, or a destination is not on the one legal port: then the general pass judges it."""
     sn = ud.sn
-    r, c, p = ud.links
-    mine = slice(ud._link_rows[x], ud._link_rows[x + 1])
-    ports, peers = c[mine], p[mine]
+    ports, peers = ud.switch_links(x)
     level = LEVELS.get((sn.switch(x).role, "down"))
     if not ud.single_down[x] or level is None or len(peers) == 0 or (ud.zone[peers] != ud.zone[x]).any() \
             or (ud.layer[peers] >= ud.layer[x]).any():
@@ -182,14 +174,17 @@ def _single_port_figures(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray
     port = ports[reach.argmax(axis=0)]
     if (lft[x, lids] != port).any():
         return None
-    out = []
-    for q in np.unique(port):
-        counts = np.bincount(roles[lids[port == q]])
-        n = int(counts.sum())
-        dports = _design_ports(sn, x, "down", 1)
-        out.append(GroupFigures(level, x, sn.name(x), [int(q)], np.array([n]), n, -(-n // dports),
-                                {names[k]: (int(counts[k]), int(counts[k]), -(-int(counts[k]) // dports)) for k in np.flatnonzero(counts)}))
-    return out
+    dports = _design_ports(sn, x, "down", 1)
+    return [_one_port_figures(sn, level, x, int(q), roles[lids[port == q]], names, dports) for q in np.unique(port)]
+
+
+def _one_port_figures(sn, level: str, x: int, port: int, roles: np.ndarray, names: list[str], dports: int) -> GroupFigures:
+    """A single-port group whose destinations (of these roles) are all on their one legal port:
+    its load is its as-built bound, in total and per role."""
+    counts = np.bincount(roles)
+    n = int(counts.sum())
+    return GroupFigures(level, x, sn.name(x), [port], np.array([n]), n, -(-n // dports),
+                        {names[k]: (int(counts[k]), int(counts[k]), -(-int(counts[k]) // dports)) for k in np.flatnonzero(counts)})
 
 
 def leaf_port_loads(walk: Walk) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

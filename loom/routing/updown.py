@@ -56,6 +56,12 @@ class UpDown:
         """[switch + 1] where each switch's links start in `links` (sorted by switch)."""
         return np.searchsorted(self.links[0], np.arange(self.sn.n + 1))
 
+    def switch_links(self, x: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ports, peer switches) of switch x's cabled switch-to-switch ports, by slice of `links`."""
+        _, c, p = self.links
+        mine = slice(self._link_rows[x], self._link_rows[x + 1])
+        return c[mine], p[mine]
+
     def _adjacency(self, step: int) -> csr_matrix:
         """[X, Y] 1 where X has a link to Y in its own zone one layer `step` away."""
         r, _, p = self.links
@@ -233,10 +239,9 @@ class UpDown:
         any neighbour nearer to the target, and the deadlock check judges the result.
         In a BiGraph: straight to a target of the other part, and through any switch of the
         other part that links to a target of the same part (one turn, in the other part)."""
-        r, c, p = self.links
-        lo, hi = self._link_rows[x], self._link_rows[x + 1]  # x's links: `links` is in switch order
-        mine = self.zone[p[lo:hi]] == self.zone[x]
-        ports, peers = c[lo:hi][mine], p[lo:hi][mine]
+        ports, peers = self.switch_links(x)
+        mine = self.zone[peers] == self.zone[x]
+        ports, peers = ports[mine], peers[mine]
         if self.bigraph[x]:
             across = self.sn.switch(x).role != np.array([self.sn.switch(int(t)).role for t in target])
             mask = np.where(across[:, None], peers[None, :] == target[:, None], self.hops[peers[None, :], target[:, None]] == 1)
