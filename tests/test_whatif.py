@@ -113,3 +113,11 @@ def test_opensm_recompute_of_the_same_failure_is_measured_beside():
     up = rep["opensm"]["updn"]
     assert up["engine_used"] == "updn" and up["entries"] > 0 and up["seconds"] > 0
     assert rep["planes"][0]["repair"]["entries"] < up["entries"]
+
+
+def test_the_text_report_counts_leaves_in_words():
+    """One cable down costs one leaf; a spine down costs every leaf under it ("leaves", not "leafves")."""
+    one = runner.invoke(app, ["whatif", str(TOPO / "tiny.yaml"), "--fail", "z0-leaf0/5"])
+    assert "1 leaf loses some" in one.output
+    many = runner.invoke(app, ["whatif", str(TOPO / "fire-flyer-2.yaml"), "--fail", "z0-spine0"])
+    assert " leaves lose some" in many.output and "leafves" not in many.output

@@ -31,7 +31,7 @@ def print_outcomes(out: Console, fabric: str, failures: list[str], outcomes, ope
                       str(r["destinations"]))
         out.print(t)
         losing = d["leaves_losing"]
-        out.print(f"  up-link bandwidth kept: {len(losing)} leaf{'' if len(losing) == 1 else 'ves'} lose"
+        out.print(f"  up-link bandwidth kept: {len(losing)} {'leaf' if len(losing) == 1 else 'leaves'} lose"
                   f"{'s' if len(losing) == 1 else ''} some, every other leaf keeps 1.0")
         for leaf in losing[:SHOWN]:
             out.print(f"    {escape(leaf['leaf'])}: {leaf['working']}/{leaf['up_links']} up-links = {leaf['kept']:.4f}; "
