@@ -1,16 +1,30 @@
-"""Carry out a plan with bulk API calls in dependency order.
+"""Carry out a plan with bulk API calls, keeping NetBox's workers busy.
 
-Deletes first, last kind first (cables before devices before racks), then per kind in `KINDS`
-order its creates (`CHUNK` objects per request, `PARALLEL` requests at once) and its changes.  A reference (`Ref`) is resolved
-to the id of the object NetBox holds or has just created.  Nothing is done while the plan has a
-conflict.  If a request fails half-way, what was written stays written and is Loom's (tagged):
-the next `loom netbox apply` plans again from NetBox's state and finishes the rest.
+Deletes go first, last kind first (cables before devices before racks), one request at a time.
+Creates and changes are then cut into tasks of `CHUNK` objects, and `parallel` tasks run at once,
+each as soon as what it needs is in NetBox:
+
+- a task waits for every task of an earlier kind (`KINDS` order: parents first), with one
+  exception: a cable waits only for the devices whose ports it joins.  A task that creates
+  devices also reads the interfaces NetBox made for them from their types' templates, so a
+  cable is ready once both its ports have ids.  Switch-to-switch cables thus run beside the
+  long run of node creates instead of after it;
+- new devices are chunked by device type, and two creates of one type never run at once: NetBox
+  counts a type's devices in the type's own row (`device_count`), so two such requests
+  serialise on that row's lock until the first commits, and the second worker would sit idle.
+
+A reference (`Ref`) is resolved to the id of the object NetBox holds or has just created.
+Nothing is done while the plan has a conflict.  If a request fails, no further task starts, the
+ones in flight finish, and what was written stays written and is Loom's (tagged): the next
+`loom netbox apply` plans again from NetBox's state and finishes the rest.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 
 from loom.progress import counting
 
@@ -20,60 +34,184 @@ from .plan import Change, Plan
 from .state import endpoint, read_kind
 
 CHUNK = 100  # objects per request: NetBox makes a switch's 40 interfaces per device, ~0.1 s each
-PARALLEL = 3  # requests in flight (NetBox's gunicorn serves one per worker)
+#: Requests in flight by default.  NetBox's gunicorn serves one per worker, each busy on a core (its
+#: PostgreSQL backend takes the rest): more requests than the server has cores only add contention
+#: (on 2 cores, 3 in flight took 10-15% longer than 2).  `loom netbox apply --parallel N`.
+PARALLEL = 2
+IDS_PER_READ = 50  # device ids per interface read (`?device_id=` repeated: keep the URL short)
 
 
-def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lambda _: None) -> dict[str, int]:
-    """Apply `plan`; returns the number of objects created, changed and deleted."""
+@dataclass(eq=False)
+class _Task:
+    """One request's worth of creates or changes of one kind."""
+
+    kind: str
+    action: str  # create | update
+    changes: list[Change]
+    lock: str | None = None  # tasks with the same lock never run at once
+    after: set[_Task] = field(default_factory=set)  # tasks that must have finished first
+
+
+def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lambda _: None,
+               parallel: int = PARALLEL) -> dict[str, int]:
+    """Apply `plan` with up to `parallel` requests in flight; returns the number of objects
+    created, changed and deleted."""
     if plan.conflicts:
         raise NetBoxError(f"{len(plan.conflicts)} object(s) in NetBox are in Loom's way and not Loom's; nothing was "
                           f"applied:\n  " + "\n  ".join(plan.conflicts[:20]))
     ids = {kind: {key: r["id"] for key, r in objs.items()} for kind, objs in plan.state.objects.items()}
+    for kind in KINDS:
+        ids.setdefault(kind, {})
     done = {"create": 0, "update": 0, "delete": 0}
     total = sum(1 for c in plan.changes if not c.from_template)
     with counting("NetBox objects written", total) as advance:
-        _write(client, plan, ids, done, progress, advance)
+        try:
+            _delete(client, plan, done, progress, advance)
+            _Run(client, plan, ids, done, progress, advance).run(_tasks(plan, ids), parallel)
+        except (NetBoxError, KeyboardInterrupt) as exc:
+            why = str(exc) if isinstance(exc, NetBoxError) else "interrupted"
+            raise NetBoxError(f"{why}\n{sum(done.values())} object(s) were written before this; they are Loom's, "
+                              "and rerunning `loom netbox apply` finishes the rest") from None
     return done
 
 
-def _write(client: Client, plan: Plan, ids: dict, done: dict[str, int], progress, advance) -> None:
-    """Deletes (children first), then creates and changes kind by kind (parents first)."""
-    try:
-        for kind in reversed(KINDS):
-            for chunk in _chunks(plan.of("delete", kind)):
-                client.call(lambda c=chunk: endpoint(client, kind).delete([x.id for x in c]), what=f"delete {kind}")
-                done["delete"] += len(chunk)
-                advance(len(chunk))
-                progress(f"deleted {len(chunk)} {kind}")
-        for kind in KINDS:
-            ids.setdefault(kind, {})
-            creates = [c for c in plan.of("create", kind) if not c.from_template]
-            chunks = list(_chunks(creates))
-            bodies = [[_resolve(c.want, ids) for c in chunk] for chunk in chunks]
-            with ThreadPoolExecutor(PARALLEL) as pool:  # several NetBox workers at once
-                for chunk, made in zip(chunks, pool.map(lambda b: client.call(
-                        lambda: endpoint(client, kind).create(b), what=f"create {kind}"), bodies)):
-                    for c, r in zip(chunk, made):
-                        ids[kind][c.key] = r.id
-                    done["create"] += len(chunk)
-                    advance(len(chunk))
-                    progress(f"created {sum(len(x) for x in chunks[:chunks.index(chunk) + 1])}/{len(creates)} {kind}")
-            if kind == "devices" and creates:  # NetBox made their interfaces from the device types
-                site = ids["sites"].get(plan.site)
-                fresh = read_kind(client, "interfaces", site)
-                ids["interfaces"] = {k: r["id"] for k, r in fresh.items()}
-                done["create"] += len(plan.of("create", "interfaces")) - sum(
-                    1 for c in plan.of("create", "interfaces") if not c.from_template)
-            for chunk in _chunks(plan.of("update", kind)):
-                body = [{"id": c.id, **{f: _ref(w, ids) for f, (_, w) in c.want.items()}} for c in chunk]
-                client.call(lambda b=body: endpoint(client, kind).update(b), what=f"change {kind}")
-                done["update"] += len(chunk)
-                advance(len(chunk))
-                progress(f"changed {len(chunk)} {kind}")
-    except (NetBoxError, KeyboardInterrupt) as exc:
-        why = str(exc) if isinstance(exc, NetBoxError) else "interrupted"
-        raise NetBoxError(f"{why}\n{sum(done.values())} object(s) were written before this; they are Loom's, and "
-                          "rerunning `loom netbox apply` finishes the rest") from None
+def _delete(client: Client, plan: Plan, done: dict[str, int], progress, advance) -> None:
+    for kind in reversed(KINDS):
+        for chunk in _chunks(plan.of("delete", kind)):
+            client.call(lambda c=chunk: endpoint(client, kind).delete([x.id for x in c]), what=f"delete {kind}")
+            done["delete"] += len(chunk)
+            advance(len(chunk))
+            progress(f"deleted {len(chunk)} {kind}")
+
+
+def _tasks(plan: Plan, ids: dict) -> list[_Task]:
+    """The creates and changes as tasks in priority order, each with what it waits for."""
+    ports = Counter(c.key.split("|")[0] for c in plan.of("create", "interfaces") if c.from_template)
+    made: dict[tuple[str, str], _Task] = {}  # (kind, key) → the task creating it
+    tasks: list[_Task] = []
+    for kind in KINDS:
+        creates = [c for c in plan.of("create", kind) if not c.from_template]
+        if kind == "devices":  # one type per task; types with the most ports first (their cables wait)
+            by_type: dict[str, list[Change]] = {}
+            for c in creates:
+                by_type.setdefault(c.want["device_type"].key, []).append(c)
+            groups = sorted(by_type.items(), key=lambda kv: -ports[kv[1][0].key])
+            mine = [_Task(kind, "create", chunk, lock=f"device type {t}") for t, cs in groups for chunk in _chunks(cs)]
+        else:
+            if kind == "cables":  # the cables whose ports exist soonest first
+                order = {t: i for i, t in enumerate(tasks)}
+                creates.sort(key=lambda c: max((order[p] for p in _producers(c, ids, made)), default=-1))
+            mine = [_Task(kind, "create", chunk) for chunk in _chunks(creates)]
+        mine += [_Task(kind, "update", chunk) for chunk in _chunks(plan.of("update", kind))]
+        for t in mine:
+            t.after = {e for e in tasks if not (kind == "cables" and e.kind == "devices" and e.action == "create")}
+            for c in t.changes:
+                t.after |= _producers(c, ids, made)
+            if t.action == "create":
+                made.update({(kind, c.key): t for c in t.changes})
+        tasks += mine
+    return tasks
+
+
+def _producers(c: Change, ids: dict, made: dict[tuple[str, str], _Task]) -> set[_Task]:
+    """The tasks that create what `c` refers to (an interface: the task creating its device)."""
+    out = set()
+    for ref in _refs(c):
+        if ref.key in ids[ref.kind]:
+            continue
+        task = made.get((ref.kind, ref.key))
+        if task is None and ref.kind == "interfaces":
+            task = made.get(("devices", ref.key.split("|")[0]))
+        if task is None:
+            raise NetBoxError(f"{ref.kind.replace('_', ' ')}: {ref.key} is neither in NetBox nor planned ({c.kind} "
+                              f"{c.key} refers to it); fix: rerun `loom netbox plan` and report the plan")
+        out.add(task)
+    return out
+
+
+def _refs(c: Change):
+    for v in c.want.values():
+        v = v[1] if c.action == "update" else v  # an update's fields are (have, want)
+        for x in v if isinstance(v, list) else [v]:
+            if isinstance(x, Ref):
+                yield x
+
+
+class _Run:
+    """Runs tasks `parallel` at a time, each once every task it waits for has finished."""
+
+    def __init__(self, client: Client, plan: Plan, ids: dict, done: dict[str, int], progress, advance) -> None:
+        self.client, self.plan, self.ids, self.done = client, plan, ids, done
+        self.progress, self.advance = progress, advance
+        self.ports = Counter(c.key.split("|")[0] for c in plan.of("create", "interfaces") if c.from_template)
+        self.totals = Counter(t.kind for t in plan.of("create") if not t.from_template)
+        self.created: Counter[str] = Counter()
+
+    def run(self, tasks: list[_Task], parallel: int) -> None:
+        pending, running, finished = list(tasks), {}, set()
+        failure: NetBoxError | None = None
+        with ThreadPoolExecutor(parallel) as pool:
+            while pending or running:
+                if failure is None:
+                    self._start(pool, parallel, pending, running, finished)
+                if not running:
+                    break
+                for f in wait(running, return_when=FIRST_COMPLETED)[0]:
+                    t = running.pop(f)
+                    try:
+                        self._record(t, *f.result())
+                    except NetBoxError as exc:
+                        failure = failure or exc
+                    else:
+                        finished.add(t)
+        if failure is not None:
+            raise failure
+        assert not pending, "a task waits for one that never runs"
+
+    def _start(self, pool, parallel: int, pending: list[_Task], running: dict[Future, _Task],
+               finished: set[_Task]) -> None:
+        locks = {t.lock for t in running.values()}
+        for t in list(pending):
+            if len(running) >= parallel:
+                return
+            if t.after <= finished and (t.lock is None or t.lock not in locks):
+                body = self._body(t)
+                running[pool.submit(self._send, t, body)] = t
+                pending.remove(t)
+                locks.add(t.lock)
+
+    def _body(self, t: _Task) -> list[dict]:
+        if t.action == "create":
+            return [_resolve(c.want, self.ids) for c in t.changes]
+        return [{"id": c.id, **{f: _ref(w, self.ids) for f, (_, w) in c.want.items()}} for c in t.changes]
+
+    def _send(self, t: _Task, body: list[dict]) -> tuple[list[int], dict[str, int]]:
+        """One request (in a worker thread); a device create also reads the new devices' interfaces."""
+        ep = endpoint(self.client, t.kind)
+        if t.action == "update":
+            self.client.call(lambda: ep.update(body), what=f"change {t.kind}")
+            return [], {}
+        new = [r.id for r in self.client.call(lambda: ep.create(body), what=f"create {t.kind}")]
+        ports: dict[str, int] = {}
+        if t.kind == "devices":
+            site = self.ids["sites"].get(self.plan.site)
+            for i in range(0, len(new), IDS_PER_READ):
+                read = read_kind(self.client, "interfaces", site, device_id=new[i:i + IDS_PER_READ])
+                ports.update({k: r["id"] for k, r in read.items()})
+        return new, ports
+
+    def _record(self, t: _Task, new: list[int], ports: dict[str, int]) -> None:
+        n = len(t.changes)
+        self.done[t.action] += n
+        self.advance(n)
+        if t.action == "update":
+            self.progress(f"changed {n} {t.kind}")
+            return
+        self.ids[t.kind].update({c.key: i for c, i in zip(t.changes, new)})
+        self.ids["interfaces"].update(ports)
+        self.done["create"] += sum(self.ports[c.key] for c in t.changes) if t.kind == "devices" else 0
+        self.created[t.kind] += n
+        self.progress(f"created {self.created[t.kind]}/{self.totals[t.kind]} {t.kind}")
 
 
 def _chunks(xs: list[Change]):
@@ -83,7 +221,7 @@ def _chunks(xs: list[Change]):
 def _ref(v, ids: dict) -> object:
     """A field value for the API: a reference becomes the id of the object it names."""
     if isinstance(v, Ref):
-        if v.key not in ids.get(v.kind, {}):
+        if v.key not in ids[v.kind]:
             raise NetBoxError(f"{v.kind.replace('_', ' ')}: {v.key} is not in NetBox (it should exist by now); "
                               "fix: rerun `loom netbox apply`")
         return ids[v.kind][v.key]

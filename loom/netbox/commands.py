@@ -122,7 +122,9 @@ def _print_plan(p, seconds: float) -> None:
 
 
 @netbox_app.command("apply")
-def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED) -> None:
+def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED,
+              parallel: int = typer.Option(2, "--parallel", min=1, max=32, help="requests in flight: about the "
+                                           "NetBox server's cores (more only adds contention)")) -> None:
     """Plan, then create, change and delete in NetBox (bulk calls, dependency order).  Refuses
     if any object Loom does not own is in the way; a rerun finishes an interrupted apply.
 
@@ -144,7 +146,8 @@ def apply_cmd(model: Path = MODEL_ARG, installed: bool = INSTALLED) -> None:
         return
     try:
         with bars(cli.err):
-            done = apply_plan(client, p, progress=lambda m: cli.err.print(f"  {m}", highlight=False, markup=False))
+            done = apply_plan(client, p, progress=lambda m: cli.err.print(f"  {m}", highlight=False, markup=False),
+                              parallel=parallel)
     except NetBoxError as exc:
         _fail(exc)
     cli.out.print(f"Applied: {done['create']} created, {done['update']} changed, {done['delete']} deleted "

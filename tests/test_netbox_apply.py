@@ -1,0 +1,169 @@
+"""`loom netbox apply`'s scheduler against an in-memory NetBox: Fire-Flyer 2's first apply runs
+every create once, never two creates of one device type at once (NetBox serialises them on the
+type's row), never a cable before both its ports were read back, and cables beside the node
+creates rather than after them; a failed request stops it cleanly.  The real NetBox is in
+test_netbox_live.py and `make bench-netbox`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from loom.netbox import apply as nb_apply
+from loom.netbox.client import NetBoxError
+from loom.netbox.intent import intent, site_slug
+from loom.netbox.plan import Plan, compare
+from loom.netbox.state import KIND_INFO, State
+
+from .test_netbox import FF2, _plan_of
+
+KIND_OF = {info.endpoint: kind for kind, info in KIND_INFO.items()}
+
+
+class FakeNetBox:
+    """Endpoints that create objects with ids, make a device's interfaces from its type (as
+    NetBox does) and log every request with its start and end."""
+
+    def __init__(self, want: dict, fail_at: tuple[str, int] | None = None, delay: float = 0.0005) -> None:
+        self.ports = {}  # device name → its interface names (from the device type)
+        for key in want["interfaces"]:
+            dev, port = key.split("|")
+            self.ports.setdefault(dev, []).append(port)
+        self.type_of = {}  # device name → device type key
+        for name, d in want["devices"].items():
+            self.type_of[name] = d["device_type"].key
+        self.fail_at, self.delay = fail_at, delay
+        self.lock = threading.Lock()
+        self.next_id, self.names, self.iface_ids = 1, {}, {}
+        self.log: list[dict] = []  # {kind, action, body, start, end}
+        self.requests: dict[str, int] = {}
+        self.api = SimpleNamespace(**{app: SimpleNamespace(**{
+            name: _Endpoint(self, KIND_OF[f"{app}.{name}"]) for a, name in (e.split(".") for e in KIND_OF) if a == app})
+            for app in {e.split(".")[0] for e in KIND_OF}})
+        self.url = "http://fake"
+
+    def call(self, fn, *, what: str):
+        return fn()
+
+    def request(self, kind: str, action: str, body) -> list:
+        entry = {"kind": kind, "action": action, "body": body, "start": time.monotonic(), "end": None}
+        with self.lock:
+            self.log.append(entry)
+            n = self.requests[f"{action} {kind}"] = self.requests.get(f"{action} {kind}", 0) + 1
+        time.sleep(self.delay * (len(body) if isinstance(body, list) else 1))
+        if self.fail_at == (f"{action} {kind}", n):
+            entry["end"] = time.monotonic()
+            raise NetBoxError(f"NetBox refused to {action} {kind} (HTTP 400): planted")
+        out = []
+        with self.lock:
+            for obj in body if action == "create" else []:
+                rid, self.next_id = self.next_id, self.next_id + 1
+                if kind == "devices":
+                    self.names[rid] = obj["name"]
+                    for port in self.ports.get(obj["name"], []):
+                        self.iface_ids[f"{obj['name']}|{port}"] = (self.next_id, rid)
+                        self.next_id += 1
+                out.append(SimpleNamespace(id=rid))
+        entry["end"] = time.monotonic()
+        return out
+
+    def interfaces_of(self, device_ids: list[int]) -> list[dict]:
+        entry = {"kind": "interfaces", "action": "read", "body": device_ids, "start": time.monotonic()}
+        with self.lock:
+            self.log.append(entry)
+            names = {self.names[i] for i in device_ids}
+            got = [{"id": iid, "name": key.split("|")[1], "device": {"id": dev, "name": self.names[dev]}, "tags": []}
+                   for key, (iid, dev) in self.iface_ids.items() if key.split("|")[0] in names]
+        entry["end"] = time.monotonic()
+        return got
+
+
+class _Endpoint:
+    def __init__(self, nb: FakeNetBox, kind: str) -> None:
+        self.nb, self.kind = nb, kind
+
+    def create(self, body):
+        return self.nb.request(self.kind, "create", body)
+
+    def update(self, body):
+        return self.nb.request(self.kind, "update", body)
+
+    def delete(self, ids):
+        return self.nb.request(self.kind, "delete", ids)
+
+    def filter(self, *, device_id, **_):
+        assert self.kind == "interfaces"
+        return self.nb.interfaces_of(device_id)
+
+
+@pytest.fixture(scope="module")
+def ff2():
+    f, cp = _plan_of(FF2)
+    want = intent(f, cp)
+    changes, conflicts = compare(want, State(), f.name)
+    assert not conflicts
+    return want, Plan("http://fake", site_slug(f), changes, [], State())
+
+
+def _creates(nb: FakeNetBox, kind: str) -> list[dict]:
+    return [e for e in nb.log if e["kind"] == kind and e["action"] == "create"]
+
+
+@pytest.mark.parametrize("parallel", [2, 8])  # 8: more requests in flight than there are device types
+def test_first_apply_creates_everything_once_in_dependency_order(ff2, parallel):
+    want, plan = ff2
+    nb = FakeNetBox(want)
+    done = nb_apply.apply_plan(nb, plan, parallel=parallel)
+    assert done == {"create": sum(len(v) for v in want.values()), "update": 0, "delete": 0}
+    for kind in ("devices", "cables", "racks"):
+        made = [o for e in _creates(nb, kind) for o in e["body"]]
+        assert len(made) == len(want[kind])
+    # never two creates of one device type in flight: NetBox would serialise them on the type's row
+    devices = _creates(nb, "devices")
+    for a in devices:
+        for b in devices:
+            if a is not b and a["start"] < b["start"] < a["end"]:
+                assert nb.type_of[a["body"][0]["name"]] != nb.type_of[b["body"][0]["name"]]
+    # a cable is created only after both of its ports were read back (ids NetBox gave them)
+    port_read = {}
+    for e in nb.log:
+        if e["action"] == "read":
+            for dev in e["body"]:
+                port_read[dev] = e["end"]
+    dev_of_port = {iid: dev for iid, dev in nb.iface_ids.values()}
+    cables = _creates(nb, "cables")
+    for e in cables:
+        for c in e["body"]:
+            for end in ("a_terminations", "b_terminations"):
+                assert port_read[dev_of_port[c[end][0]["object_id"]]] <= e["start"]
+    # and cables run beside the node creates, not after all of them
+    assert min(e["start"] for e in cables) < max(e["end"] for e in devices)
+    # every kind before devices finished before the first device create (parents first)
+    first_device = min(e["start"] for e in devices)
+    assert all(e["end"] <= first_device for e in nb.log if e["kind"] in ("racks", "device_types", "interface_templates"))
+
+
+def test_a_failed_request_stops_new_ones_and_says_what_was_written(ff2):
+    want, plan = ff2
+    nb = FakeNetBox(want, fail_at=("create cables", 3))
+    with pytest.raises(NetBoxError) as exc:
+        nb_apply.apply_plan(nb, plan, parallel=2)
+    msg = str(exc.value)
+    assert "planted" in msg and "object(s) were written before this" in msg and "rerunning" in msg
+    failed = _creates(nb, "cables")[2]
+    # no new request once the failure is seen (one may have been on its way as it failed)
+    assert len([e for e in nb.log if e["start"] > failed["end"] and e["action"] != "read"]) <= 1
+    written = int(msg.split("\n")[-1].split()[0])
+    assert 0 < written < sum(len(v) for v in want.values())
+
+
+def test_a_reference_to_nothing_is_refused_before_anything_is_written(ff2):
+    want, plan = ff2
+    broken = [c for c in plan.changes if not (c.kind == "devices" and c.key == "z0-leaf0")]
+    nb = FakeNetBox(want)
+    with pytest.raises(NetBoxError, match="z0-leaf0.* is neither in NetBox nor planned"):
+        nb_apply.apply_plan(nb, Plan(plan.url, plan.site, broken, [], State()))
+    assert nb.log == []
