@@ -27,7 +27,8 @@ class FakeNetBox:
     """Endpoints that create objects with ids, make a device's interfaces from its type (as
     NetBox does) and log every request with its start and end."""
 
-    def __init__(self, want: dict, fail_at: tuple[str, int] | None = None, delay: float = 0.0005) -> None:
+    def __init__(self, want: dict, fail_at: tuple[str, int] | None = None, delay: float = 0.0005,
+                 slow: dict[str, float] | None = None) -> None:
         self.ports = {}  # device name → its interface names (from the device type)
         for key in want["interfaces"]:
             dev, port = key.split("|")
@@ -35,7 +36,7 @@ class FakeNetBox:
         self.type_of = {}  # device name → device type key
         for name, d in want["devices"].items():
             self.type_of[name] = d["device_type"].key
-        self.fail_at, self.delay = fail_at, delay
+        self.fail_at, self.delay, self.slow = fail_at, delay, slow or {}
         self.lock = threading.Lock()
         self.next_id, self.names, self.iface_ids = 1, {}, {}
         self.log: list[dict] = []  # {kind, action, body, start, end}
@@ -53,7 +54,7 @@ class FakeNetBox:
         with self.lock:
             self.log.append(entry)
             n = self.requests[f"{action} {kind}"] = self.requests.get(f"{action} {kind}", 0) + 1
-        time.sleep(self.delay * (len(body) if isinstance(body, list) else 1))
+        time.sleep(self.delay * (len(body) if isinstance(body, list) else 1) + self.slow.get(kind, 0.0))
         if self.fail_at == (f"{action} {kind}", n):
             entry["end"] = time.monotonic()
             raise NetBoxError(f"NetBox refused to {action} {kind} (HTTP 400): planted")
@@ -115,7 +116,9 @@ def _creates(nb: FakeNetBox, kind: str) -> list[dict]:
 @pytest.mark.parametrize("parallel", [2, 8])  # 8: more requests in flight than there are device types
 def test_first_apply_creates_everything_once_in_dependency_order(ff2, parallel):
     want, plan = ff2
-    nb = FakeNetBox(want)
+    # slow tags and templates: nothing refers to them by id, yet a tagged object needs its tag and
+    # a device its type's templates (NetBox makes the device's interfaces from them) to exist first
+    nb = FakeNetBox(want, slow={"tags": 0.2, "interface_templates": 0.2})
     done = nb_apply.apply_plan(nb, plan, parallel=parallel)
     assert done == {"create": sum(len(v) for v in want.values()), "update": 0, "delete": 0}
     for kind in ("devices", "cables", "racks"):
@@ -141,9 +144,13 @@ def test_first_apply_creates_everything_once_in_dependency_order(ff2, parallel):
                 assert port_read[dev_of_port[c[end][0]["object_id"]]] <= e["start"]
     # and cables run beside the node creates, not after all of them
     assert min(e["start"] for e in cables) < max(e["end"] for e in devices)
-    # every kind before devices finished before the first device create (parents first)
+    # every kind before devices finished before the first device create (parents first), the tag before
+    # anything tagged
     first_device = min(e["start"] for e in devices)
     assert all(e["end"] <= first_device for e in nb.log if e["kind"] in ("racks", "device_types", "interface_templates"))
+    tag_made = max(e["end"] for e in _creates(nb, "tags"))
+    assert all(e["start"] >= tag_made for e in nb.log if e["kind"] != "tags" and e["action"] == "create"
+               and "tags" in e["body"][0])
 
 
 def test_a_failed_request_stops_new_ones_and_says_what_was_written(ff2):

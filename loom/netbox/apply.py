@@ -49,7 +49,8 @@ class _Task:
     action: str  # create | update
     changes: list[Change]
     lock: str | None = None  # tasks with the same lock never run at once
-    after: set[_Task] = field(default_factory=set)  # tasks that must have finished first
+    groups: set[tuple[str, str]] = field(default_factory=set)  # (kind, action) whose tasks must all have finished
+    after: set[_Task] = field(default_factory=set)  # and these tasks (that create what it refers to)
 
 
 def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lambda _: None,
@@ -86,7 +87,7 @@ def _delete(client: Client, plan: Plan, done: dict[str, int], progress, advance)
 
 def _tasks(plan: Plan, ids: dict) -> list[_Task]:
     """The creates and changes as tasks in priority order, each with what it waits for."""
-    ports = Counter(c.key.split("|")[0] for c in plan.of("create", "interfaces") if c.from_template)
+    ports = _template_ports(plan)
     made: dict[tuple[str, str], _Task] = {}  # (kind, key) → the task creating it
     tasks: list[_Task] = []
     for kind in KINDS:
@@ -95,16 +96,17 @@ def _tasks(plan: Plan, ids: dict) -> list[_Task]:
             by_type: dict[str, list[Change]] = {}
             for c in creates:
                 by_type.setdefault(c.want["device_type"].key, []).append(c)
-            groups = sorted(by_type.items(), key=lambda kv: -ports[kv[1][0].key])
-            mine = [_Task(kind, "create", chunk, lock=f"device type {t}") for t, cs in groups for chunk in _chunks(cs)]
+            types = sorted(by_type.items(), key=lambda kv: -ports[kv[1][0].key])
+            mine = [_Task(kind, "create", chunk, lock=f"device type {t}") for t, cs in types for chunk in _chunks(cs)]
         else:
             if kind == "cables":  # the cables whose ports exist soonest first
                 order = {t: i for i, t in enumerate(tasks)}
                 creates.sort(key=lambda c: max((order[p] for p in _producers(c, ids, made)), default=-1))
             mine = [_Task(kind, "create", chunk) for chunk in _chunks(creates)]
         mine += [_Task(kind, "update", chunk) for chunk in _chunks(plan.of("update", kind))]
+        earlier = {(k, a) for k in KINDS[:KINDS.index(kind)] for a in ("create", "update")}
         for t in mine:
-            t.after = {e for e in tasks if not (kind == "cables" and e.kind == "devices" and e.action == "create")}
+            t.groups = earlier - {("devices", "create")} if kind == "cables" else earlier
             for c in t.changes:
                 t.after |= _producers(c, ids, made)
             if t.action == "create":
@@ -129,6 +131,11 @@ def _producers(c: Change, ids: dict, made: dict[tuple[str, str], _Task]) -> set[
     return out
 
 
+def _template_ports(plan: Plan) -> Counter[str]:
+    """Interfaces NetBox makes from the type's templates, per new device."""
+    return Counter(c.key.split("|")[0] for c in plan.of("create", "interfaces") if c.from_template)
+
+
 def _refs(c: Change):
     for v in c.want.values():
         v = v[1] if c.action == "update" else v  # an update's fields are (have, want)
@@ -143,12 +150,14 @@ class _Run:
     def __init__(self, client: Client, plan: Plan, ids: dict, done: dict[str, int], progress, advance) -> None:
         self.client, self.plan, self.ids, self.done = client, plan, ids, done
         self.progress, self.advance = progress, advance
-        self.ports = Counter(c.key.split("|")[0] for c in plan.of("create", "interfaces") if c.from_template)
+        self.ports = _template_ports(plan)
         self.totals = Counter(t.kind for t in plan.of("create") if not t.from_template)
         self.created: Counter[str] = Counter()
+        self.open: Counter[tuple[str, str]] = Counter()  # unfinished tasks per (kind, action)
 
     def run(self, tasks: list[_Task], parallel: int) -> None:
         pending, running, finished = list(tasks), {}, set()
+        self.open.update((t.kind, t.action) for t in tasks)
         failure: NetBoxError | None = None
         with ThreadPoolExecutor(parallel) as pool:
             while pending or running:
@@ -164,6 +173,7 @@ class _Run:
                         failure = failure or exc
                     else:
                         finished.add(t)
+                        self.open[(t.kind, t.action)] -= 1
         if failure is not None:
             raise failure
         assert not pending, "a task waits for one that never runs"
@@ -174,7 +184,8 @@ class _Run:
         for t in list(pending):
             if len(running) >= parallel:
                 return
-            if t.after <= finished and (t.lock is None or t.lock not in locks):
+            if (t.lock is None or t.lock not in locks) and not any(self.open[g] for g in t.groups) \
+                    and t.after <= finished:
                 body = self._body(t)
                 running[pool.submit(self._send, t, body)] = t
                 pending.remove(t)
