@@ -44,7 +44,6 @@ class FakeNetBox:
         self.api = SimpleNamespace(**{app: SimpleNamespace(**{
             name: _Endpoint(self, KIND_OF[f"{app}.{name}"]) for a, name in (e.split(".") for e in KIND_OF) if a == app})
             for app in {e.split(".")[0] for e in KIND_OF}})
-        self.url = "http://fake"
 
     def call(self, fn, *, what: str):
         return fn()
@@ -91,9 +90,6 @@ class _Endpoint:
 
     def update(self, body):
         return self.nb.request(self.kind, "update", body)
-
-    def delete(self, ids):
-        return self.nb.request(self.kind, "delete", ids)
 
     def filter(self, *, device_id, **_):
         assert self.kind == "interfaces"

@@ -68,7 +68,8 @@ def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lam
     with counting("NetBox objects written", total) as advance:
         try:
             _delete(client, plan, done, progress, advance)
-            _Run(client, plan, ids, done, progress, advance).run(_tasks(plan, ids), parallel)
+            ports = _template_ports(plan)
+            _Run(client, plan, ids, ports, done, progress, advance).run(_tasks(plan, ids, ports), parallel)
         except (NetBoxError, KeyboardInterrupt) as exc:
             why = str(exc) if isinstance(exc, NetBoxError) else "interrupted"
             raise NetBoxError(f"{why}\n{sum(done.values())} object(s) were written before this; they are Loom's, "
@@ -85,13 +86,14 @@ def _delete(client: Client, plan: Plan, done: dict[str, int], progress, advance)
             progress(f"deleted {len(chunk)} {kind}")
 
 
-def _tasks(plan: Plan, ids: dict) -> list[_Task]:
+def _tasks(plan: Plan, ids: dict, ports: Counter[str]) -> list[_Task]:
     """The creates and changes as tasks in priority order, each with what it waits for."""
-    ports = _template_ports(plan)
     made: dict[tuple[str, str], _Task] = {}  # (kind, key) → the task creating it
     tasks: list[_Task] = []
     for kind in KINDS:
         creates = [c for c in plan.of("create", kind) if not c.from_template]
+        updates = plan.of("update", kind)
+        needs = {id(c): _producers(c, ids, made) for c in creates + updates}
         if kind == "devices":  # one type per task; types with the most ports first (their cables wait)
             by_type: dict[str, list[Change]] = {}
             for c in creates:
@@ -101,14 +103,13 @@ def _tasks(plan: Plan, ids: dict) -> list[_Task]:
         else:
             if kind == "cables":  # the cables whose ports exist soonest first
                 order = {t: i for i, t in enumerate(tasks)}
-                creates.sort(key=lambda c: max((order[p] for p in _producers(c, ids, made)), default=-1))
+                creates.sort(key=lambda c: max((order[p] for p in needs[id(c)]), default=-1))
             mine = [_Task(kind, "create", chunk) for chunk in _chunks(creates)]
-        mine += [_Task(kind, "update", chunk) for chunk in _chunks(plan.of("update", kind))]
+        mine += [_Task(kind, "update", chunk) for chunk in _chunks(updates)]
         earlier = {(k, a) for k in KINDS[:KINDS.index(kind)] for a in ("create", "update")}
         for t in mine:
             t.groups = earlier - {("devices", "create")} if kind == "cables" else earlier
-            for c in t.changes:
-                t.after |= _producers(c, ids, made)
+            t.after = set().union(*(needs[id(c)] for c in t.changes))
             if t.action == "create":
                 made.update({(kind, c.key): t for c in t.changes})
         tasks += mine
@@ -147,11 +148,11 @@ def _refs(c: Change):
 class _Run:
     """Runs tasks `parallel` at a time, each once every task it waits for has finished."""
 
-    def __init__(self, client: Client, plan: Plan, ids: dict, done: dict[str, int], progress, advance) -> None:
-        self.client, self.plan, self.ids, self.done = client, plan, ids, done
+    def __init__(self, client: Client, plan: Plan, ids: dict, ports: Counter[str], done: dict[str, int], progress,
+                 advance) -> None:
+        self.client, self.plan, self.ids, self.ports, self.done = client, plan, ids, ports, done
         self.progress, self.advance = progress, advance
-        self.ports = _template_ports(plan)
-        self.totals = Counter(t.kind for t in plan.of("create") if not t.from_template)
+        self.totals = Counter(c.kind for c in plan.of("create") if not c.from_template)
         self.created: Counter[str] = Counter()
         self.open: Counter[tuple[str, str]] = Counter()  # unfinished tasks per (kind, action)
 
