@@ -15,7 +15,7 @@ import pytest
 from loom.netbox import apply as nb_apply
 from loom.netbox.client import NetBoxError
 from loom.netbox.intent import intent, site_slug
-from loom.netbox.plan import Plan, compare
+from loom.netbox.plan import Change, Plan, compare
 from loom.netbox.state import KIND_INFO, State
 
 from .test_netbox import FF2, _plan_of
@@ -91,6 +91,9 @@ class _Endpoint:
     def update(self, body):
         return self.nb.request(self.kind, "update", body)
 
+    def delete(self, ids):
+        return self.nb.request(self.kind, "delete", ids)
+
     def filter(self, *, device_id, **_):
         assert self.kind == "interfaces"
         return self.nb.interfaces_of(device_id)
@@ -165,7 +168,8 @@ def test_a_failed_request_stops_new_ones_and_says_what_was_written(ff2):
 
 def test_a_reference_to_nothing_is_refused_before_anything_is_written(ff2):
     want, plan = ff2
-    broken = [c for c in plan.changes if not (c.kind == "devices" and c.key == "z0-leaf0")]
+    broken = [c for c in plan.changes if not (c.kind == "devices" and c.key == "z0-leaf0")] + [
+        Change("devices", "old-node", "delete", id=7)]  # deletes come first, yet not even they run
     nb = FakeNetBox(want)
     with pytest.raises(NetBoxError, match="z0-leaf0.* is neither in NetBox nor planned"):
         nb_apply.apply_plan(nb, Plan(plan.url, plan.site, broken, [], State()))

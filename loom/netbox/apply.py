@@ -65,11 +65,12 @@ def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lam
         ids.setdefault(kind, {})
     done = {"create": 0, "update": 0, "delete": 0}
     total = sum(1 for c in plan.changes if not c.from_template)
+    ports = _template_ports(plan)
+    tasks = _tasks(plan, ids, ports)  # before any write: it refuses a reference to nothing
     with counting("NetBox objects written", total) as advance:
         try:
             _delete(client, plan, done, progress, advance)
-            ports = _template_ports(plan)
-            _Run(client, plan, ids, ports, done, progress, advance).run(_tasks(plan, ids, ports), parallel)
+            _Run(client, plan, ids, ports, done, progress, advance).run(tasks, parallel)
         except (NetBoxError, KeyboardInterrupt) as exc:
             why = str(exc) if isinstance(exc, NetBoxError) else "interrupted"
             raise NetBoxError(f"{why}\n{sum(done.values())} object(s) were written before this; they are Loom's, "
