@@ -10,9 +10,10 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr frr-pythontools iputils-ping debootstrap openssh-server slurmctld slurm-client postgresql redis-server
 
-.PHONY: setup apt-deps tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-push bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps test-under-load tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-push bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
 
-setup: $(VENV)/.installed apt-deps tf-tools
+# OpenTofu is not part of setup: only the tf-* targets and the Terraform tests use it (they build it)
+setup: $(VENV)/.installed apt-deps
 
 # pyproject.toml says which versions loom works with; requirements.lock pins the exact set it is tested with
 $(VENV)/.installed: pyproject.toml requirements.lock
@@ -71,8 +72,10 @@ plan: setup
 apply: setup
 	$(BIN)/loom apply $(OUT)/plan.json
 
-test: setup netbox-cache
-	$(BIN)/pytest -q
+# tests/suite.py says up front what the run does and how long it takes, builds the NetBox cache
+# and OpenTofu beside the first tests on a cold machine, and prints each phase's time as it ends
+test: setup
+	$(BIN)/python -m tests.suite --prebuild
 
 # NetBox for the live tests and bench-netbox (tests/netboxlab.py): a Python 3.12 venv with NetBox
 # from PyPI and a migrated database dump, built once under ~/.cache/loom/netbox-<version>/
@@ -81,7 +84,11 @@ netbox-cache: setup
 	$(BIN)/python -m tests.netboxlab build
 
 test-fast: setup
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/python -m tests.suite -m "not slow"
+
+# the slow tests with two CPU hogs and a disk hog beside them (tests/load.py): what a busy CI sees
+test-under-load: setup netbox-cache tf-tools
+	$(BIN)/python -m tests.suite --under-load -m slow
 
 # every bench; each prints its figures beside their targets (MISS marks a miss) and all of them
 # land in bench/results/<time>.json (`python bench/compare.py OLD NEW` compares two runs)
@@ -160,7 +167,7 @@ $(TOFU):
 
 $(PROVIDER_BIN): $(wildcard terraform/provider/*.go terraform/provider/*/*/*.go) terraform/provider/go.mod terraform/provider/go.sum
 	mkdir -p $(dir $@)
-	cd terraform/provider && nice -n 10 $(GO) build -trimpath -ldflags "-X main.version=$(PROVIDER_VERSION)" -o $@.tmp .
+	exec 9>$(dir $@).build-lock && flock 9 && cd terraform/provider && nice -n 10 $(GO) build -trimpath -ldflags "-X main.version=$(PROVIDER_VERSION)" -o $@.tmp .
 	mv $@.tmp $@
 
 $(TF_CLI_CONFIG): Makefile
@@ -176,7 +183,7 @@ tf-state-down:
 	$(BIN)/python -m tests.pglab down $(TF_STATE)/pg
 
 # -upgrade: a rebuilt provider has a new checksum; the lock file is not kept in git
-tf-init: setup tf-state
+tf-init: setup tf-tools tf-state
 	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) init -input=false -upgrade >/dev/null
 
 # exit 0 no changes, 2 changes (Terraform's convention, like `make plan`); make fails only on 1

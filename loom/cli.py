@@ -1068,7 +1068,8 @@ def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | N
     _progress(f"watching {fabric.name} ({t.kind}): discovery at least every {interval:g}s and on every OpenSM sweep, "
               f"hold-down {hold_down:g}s; log in {t.dir / 'watch.log'}")
     try:
-        w.run(interval, until=lambda: stop[0] or (end is not None and time.monotonic() >= end))
+        w.run(interval, until=lambda: stop[0] or (end is not None and time.monotonic() >= end),
+              ready=lambda: _progress(f"first discovery done: {len(w.down)} cables routed around; watching"))
     except (PlanError, TargetError) as exc:
         _fail(exc)
     _progress("watcher stopped" + (f"; the fabric is routed around {', '.join(sorted(map(fabric.cable_id, w.down)))}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import yaml
@@ -21,6 +20,7 @@ import yaml
 from loom.push.frr_lab import FRR_RELOAD, FrrLab
 
 from .lifecycle import Started
+from .load import wait_for
 from .sshfabric import _listening, free_port
 
 MAX_LISTEN = 16  # sshd's MAX_LISTEN_SOCKS
@@ -69,11 +69,8 @@ class SwitchesOverSsh(Started):
         Path("/run/sshd").mkdir(exist_ok=True)
         for conf in sorted(r.glob("sshd*.conf")):
             subprocess.run(["/usr/sbin/sshd", "-f", str(conf), "-E", str(conf.with_suffix(".log"))], check=True)
-        deadline = time.monotonic() + 10
-        while not all(_listening(p) for p in self.ports.values()):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"sshd did not listen on its ports of 127.0.0.1; see {r}/sshd*.log")
-            time.sleep(0.05)
+        wait_for(f"sshd to listen on its ports of 127.0.0.1 (see {r}/sshd*.log)",
+                 lambda: all(_listening(p) for p in self.ports.values()), 20)
 
     def stop(self) -> None:
         for pidfile in self.root.glob("sshd*.pid"):

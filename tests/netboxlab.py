@@ -32,6 +32,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.lifecycle import Started
+from tests.load import slack
 from tests.pglab import Postgres, _free_port, _run
 
 VERSION = "4.7.3"
@@ -134,7 +135,7 @@ def _env(netbox_root: Path) -> dict[str, str]:
 
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    end = time.monotonic() + timeout
+    end = time.monotonic() + timeout * slack()
     while time.monotonic() < end:
         if proc.poll() is not None:
             raise RuntimeError(f"gunicorn exited ({proc.returncode}):\n{log.read_text()[-3000:]}")

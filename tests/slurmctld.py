@@ -17,6 +17,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from .load import slack
+
 SLURMCTLD = shutil.which("slurmctld") or "/usr/sbin/slurmctld"
 SCONTROL = shutil.which("scontrol") or "/usr/bin/scontrol"
 
@@ -65,7 +67,7 @@ def slurmctld(d: Path, nodes: list[str], topology_conf: str, timeout: float = 90
         return subprocess.run([SCONTROL, *args], env=env, capture_output=True, text=True, timeout=30)
 
     try:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * slack()
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"slurmctld exited {proc.returncode}: {(d / 'slurmctld.out').read_text()[-2000:]}")

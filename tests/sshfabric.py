@@ -24,7 +24,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from pathlib import Path
 import yaml
 
 from tests.lifecycle import Started
+from tests.load import wait_for
 
 from loom.expand import Fabric
 from loom.render.sm_host import SmPaths, managed_block, merge
@@ -60,14 +60,6 @@ def log_text(log: Path) -> str:
 
 def sweeps(log: Path) -> int:
     return log_text(log).count("SUBNET UP")
-
-
-def wait_for(what: str, cond, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from .load import hogs, slack
 from .faults import plant_credit_loop, plant_drop, plant_forwarding_loop
 from .simfabric import TINY, TOPO, loom, procs_using
 from loom.expand import load_fabric
@@ -319,21 +321,66 @@ def test_opensm_killed_after_the_reload_is_not_verified(tiny_up, tmp_path, monke
 # ------------------------------------------------------------------ 5: lifecycle
 
 
-def test_two_sim_ups_at_once_leave_one_tracked_fabric(tmp_path):
+def test_ten_sim_ups_at_once_beside_hogs_start_one_fabric(tmp_path):
+    """Ten `sim up`s at once on a busy machine (two CPU hogs and a disk hog beside them): exactly
+    one starts the fabric; every other one finds it up or names the holder (never `?`)."""
     env = {**os.environ, "LOOM_STATE_DIR": str(tmp_path / "state")}
     cmd = [sys.executable, "-m", "loom.cli", "sim", "up", TINY]
-    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=120)[0] for p in procs]
     d = Daemons(tmp_path / "state" / "tiny")
+    with hogs(directory=tmp_path):
+        procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for _ in range(10)]
+        outs = [p.communicate(timeout=300 * slack())[0] for p in procs]
     try:
-        assert any(p.returncode == 0 for p in procs), outs
+        started = [e for e in audit.read(d.dir) if e.get("event") == "sim up" and e.get("outcome") == "started"]
+        assert len(started) == 1, outs
+        pids = {p.pid for p in procs}
         for p, o in zip(procs, outs):
-            assert p.returncode == 0 or "another sim up is running" in o, o
+            if p.returncode != 0:  # the loser names a holder that is one of the ten, with everything known
+                holder = re.search(r"held by (\S+) \(pid (\d+) on (\S+), running `([^`]+)`\) since (\S+);", o)
+                assert holder and int(holder[2]) in pids and "?" not in holder[0], o
+            else:
+                assert "sim up:" in o, o
         running = procs_using(d.dir)
         assert sorted(running) == sorted([d.pid("ibsim"), d.pid("opensm")]), (running, outs)
     finally:
-        subprocess.run([sys.executable, "-m", "loom.cli", "sim", "down", TINY], env=env, capture_output=True, timeout=60)
+        subprocess.run([sys.executable, "-m", "loom.cli", "sim", "down", TINY], env=env, capture_output=True, timeout=120)
     assert procs_using(d.dir) == []
+
+
+def _taker(path: str, barrier, results) -> None:
+    barrier.wait()
+    try:
+        lock = FabricLock(Path(path), "apply").acquire()
+    except LockHeld as exc:
+        results.put(("held", exc.holder))
+        return
+    results.put(("got", None))
+    time.sleep(0.05)
+    lock.release()
+
+
+def test_a_loser_always_reads_the_whole_holder_record(tmp_path):
+    """200 trials of eight processes taking a free lock at once: every loser reads the winner's
+    full record (pid, start, user, host, command, since) — the record is in place before the lock
+    can be seen as taken."""
+    ctx = multiprocessing.get_context("fork")
+    for trial in range(200):
+        d = tmp_path / f"t{trial}"
+        d.mkdir()
+        barrier, results = ctx.Barrier(8), ctx.Queue()
+        ps = [ctx.Process(target=_taker, args=(str(d), barrier, results)) for _ in range(8)]
+        for p in ps:
+            p.start()
+        got = [results.get(timeout=30 * slack()) for _ in ps]
+        for p in ps:
+            p.join(30 * slack())
+        assert [g for g, _ in got].count("got") >= 1, got
+        for outcome, holder in got:
+            if outcome == "held":
+                assert {"pid", "start", "user", "host", "command", "since", "purpose"} <= holder.keys(), holder
+                assert isinstance(holder["pid"], int) and holder["pid"] > 0, holder
+        assert is_free(d) and not (d / "fabric.lock").exists() and not list(d.iterdir()), list(d.iterdir())
 
 
 def test_sim_down_refuses_during_an_apply_and_checks_pid_files(tiny_up):

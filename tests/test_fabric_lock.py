@@ -1,34 +1,44 @@
-"""The fabric lock (loom.push.lock): a loser names the holder even when it loses the race to the holder's record."""
+"""The fabric lock (loom.push.lock): the holder's record is in place before the lock can be seen
+as taken, a dead holder is taken over, and a lock file of an older Loom is still respected."""
 
 import fcntl
+import json
 import os
-import threading
-import time
+import socket
 
 import pytest
 
-from loom.push.lock import FabricLock, LockHeld
+from loom.push.lock import FabricLock, LockHeld, is_free
 
 
-def test_a_loser_waits_for_the_holders_record(tmp_path):
-    path = tmp_path / "fabric.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # taken, record not yet written (the window two `sim up`s raced in)
-
-    def write_late():
-        time.sleep(0.3)
-        os.pwrite(fd, b'{"purpose": "sim up", "user": "ana", "pid": 7}', 0)
-
-    t = threading.Thread(target=write_late)
-    t.start()
-    with pytest.raises(LockHeld) as err:
-        FabricLock(tmp_path, "apply").acquire()
-    t.join()
-    os.close(fd)
-    assert "another sim up is running: held by ana (pid 7" in str(err.value)
+def test_a_loser_reads_the_holders_whole_record_at_once(tmp_path):
+    holder = FabricLock(tmp_path, "sim up").acquire()
+    try:
+        assert not is_free(tmp_path)
+        with pytest.raises(LockHeld) as err:
+            FabricLock(tmp_path, "apply").acquire()
+        text = str(err.value)
+        assert "another sim up is running: held by " in text and f"(pid {os.getpid()} on {socket.gethostname()}, running `" in text
+        assert "?" not in text.split(";")[0], text
+    finally:
+        holder.release()
+    assert is_free(tmp_path) and not (tmp_path / "fabric.lock").exists()
+    with FabricLock(tmp_path, "apply") as again:
+        assert again.took_over is None
 
 
-def test_a_holder_that_never_names_itself_is_still_reported(tmp_path):
+def test_a_dead_holders_file_is_taken_over_and_reported(tmp_path):
+    dead = {"pid": 2**22 + 7, "start": 1, "user": "gone", "host": socket.gethostname(), "purpose": "apply"}
+    (tmp_path / "fabric.lock").write_text(json.dumps(dead))
+    (tmp_path / f".fabric.lock.{2**22 + 7}.1").write_text("{}")  # a taker killed before it could link
+    assert is_free(tmp_path)
+    with FabricLock(tmp_path, "sim up") as lock:
+        assert lock.took_over == dead
+        assert json.loads((tmp_path / "fabric.lock").read_text())["purpose"] == "sim up"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_older_looms_empty_locked_file_is_still_respected(tmp_path):
     fd = os.open(tmp_path / "fabric.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
@@ -37,3 +47,5 @@ def test_a_holder_that_never_names_itself_is_still_reported(tmp_path):
     finally:
         os.close(fd)
     assert str(err.value).startswith("another change is running")
+    with FabricLock(tmp_path, "apply") as lock:  # its holder gone, the empty file is replaced
+        assert lock.took_over is None

@@ -21,6 +21,7 @@ from loom.render.opensm import tables_from_dump
 from loom.routing import subnet
 from loom.routing.asbuilt import affected_destinations
 
+from .load import slack, wait_for, wait_line
 from .simfabric import TINY, loom
 
 pytestmark = pytest.mark.sim
@@ -89,25 +90,21 @@ def test_the_watch_command_follows_opensm_sweeps(applied, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "loom.cli", "watch", TINY, "--interval", "60", "--hold-down", "0",
                              "--for", "60"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        time.sleep(3)  # the first discovery
+        seen = wait_line(proc, "first discovery done", 60)
         code, out = loom("sim", "link", "down", TINY, "z0-leaf2:6")
         assert code == 0, out
-        deadline = time.monotonic() + 20  # the trap's sweep, not the 60 s interval, must wake it
-        while time.monotonic() < deadline and not (d.dir / "watch.log").exists():
-            time.sleep(0.2)
+        # the trap's sweep, not the 60 s interval, must wake it: well inside the interval
+        wait_for("the watcher's event after the trap", lambda: (d.dir / "watch.log").exists(), 20)
         line = json.loads((d.dir / "watch.log").read_text().splitlines()[0])
         assert line["kind"] == "down" and line["ok"] and line["changed"] == ["z0-leaf2/6"], line
     finally:
         proc.terminate()
-        out = proc.communicate(timeout=30)[0]
+        out = seen + proc.communicate(timeout=30 * slack())[0]
     assert proc.returncode == 0 and "watcher stopped; the fabric is routed around z0-leaf2/6" in out, out
 
 
 def _await_trap_sweep(w: Watcher, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not w.sweeps_seen():
-        assert time.monotonic() < deadline, "no sweep with a link-state trap after the link event"
-        time.sleep(0.05)
+    wait_for("a sweep with a link-state trap after the link event", w.sweeps_seen, timeout)
 
 
 def test_after_a_trap_only_the_trapping_switches_are_asked(applied, monkeypatch):

@@ -215,11 +215,14 @@ class Watcher:
         self.log(event)
 
     # ------------------------------------------------------------------ the loop
-    def run(self, interval: float = 5.0, poll: float = 0.1, until: Callable[[], bool] = lambda: False) -> None:
-        """Step at once, then on every finished OpenSM sweep and at least every `interval` seconds
-        (and while a recovery is held down, when its hold-down ends)."""
+    def run(self, interval: float = 5.0, poll: float = 0.1, until: Callable[[], bool] = lambda: False,
+            ready: Callable[[], None] = lambda: None) -> None:
+        """Step at once (then call `ready`: the watcher is live), then on every finished OpenSM
+        sweep and at least every `interval` seconds (and while a recovery is held down, when its
+        hold-down ends)."""
         self.sweeps_seen()
         self.step()
+        ready()
         last = time.monotonic()
         while not until():
             time.sleep(poll)
