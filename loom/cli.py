@@ -606,7 +606,7 @@ def docs(out_dir: Path = typer.Option(Path("docs"), "--out", metavar="DIR", help
     and the model's JSON Schema docs/model.schema.json (editors validate YAML against it).
 
     Exit 0; 1 when a file cannot be written."""
-    from loom.render.cabling import columns_doc
+    from loom.render.cabling_reference import columns_doc
     from loom.render.cli_doc import cli_reference
     from loom.render.model_doc import model_reference, model_schema
 

@@ -506,9 +506,9 @@ def qos(model: Model) -> Iterator[Finding]:
 
 def _roce_marking(q) -> Iterator[Finding]:
     """RoCE marking: every class on a priority of its own beside the CNPs' (8 in all), and DSCP
-    values (given, or the defaults `loom.qos.plan.roce_marking` picks) that tell the classes and
-    the CNPs apart."""
-    from loom.qos.plan import CNP_TC, ROCE_TCS, roce_marking
+    values (given, or the defaults `loom.model.marking.roce_marking` picks) that tell the classes
+    and the CNPs apart."""
+    from loom.model.marking import CNP_TC, ROCE_TCS, roce_marking
 
     marked = [c.name for c in q.classes if not c.default]
     if len(marked) > len(ROCE_TCS) - 1:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from loom.model.marking import CNP_TC
 from loom.model.schema import Model, Qos, TrafficClass
 
-from .plan import CNP_TC, QosPlan, plan_qos
+from .plan import QosPlan, plan_qos
 
 SWITCH_MTU = 9100  # SONiC's port MTU for fabric ports
 HOST_MTU = 9000  # NIC MTU: room for an 802.1Q tag and the Ethernet header under the switch's

@@ -19,7 +19,7 @@ gets a second SL (s + number of classes) and VL (v + number of VLs) with the sam
 traffic to lower-numbered zones; the SA hands it out by source and destination zone
 (`templates/opensm/qos-policy.conf.j2`), and `loom check` proves each set of VLs acyclic.
 
-RoCE (`roce_marking`): each class gets a priority = traffic class = queue of its own: the
+RoCE (`loom.model.marking.roce_marking`): each class gets a priority = traffic class = queue of its own: the
 default class 0, lossless classes 3 and 4 first (the priorities SONiC and NVIDIA's RoCE
 defaults make lossless), the others what is left; priority 6 carries the congestion
 notification packets (CNP, DSCP 48 by default) in a strict-priority queue.  DSCP: the class's
@@ -33,18 +33,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from loom.model.marking import CNP_TC, LOSSLESS_TCS, roce_marking
 from loom.model.rules import direction_split
 from loom.model.schema import Model, TrafficClass
 
 MAX_WEIGHT = 255
 SLS = 16
-
-#: RoCE priorities in the order classes take them: lossless classes from the front, lossy ones
-#: from the back; 6 is the CNPs'
-LOSSLESS_TCS = (3, 4, 2, 5, 1, 7)
-ROCE_TCS = (0, 1, 2, 3, 4, 5, 7)
-CNP_TC = 6
-ROCE_DSCP = 26
 
 
 @dataclass(frozen=True)
@@ -86,24 +80,6 @@ class QosPlan:
 def _ordered(classes: list[TrafficClass]) -> list[TrafficClass]:
     """The default class first (SL 0 / TC 0), then the others in model order."""
     return [c for c in classes if c.default] + [c for c in classes if not c.default]
-
-
-def roce_marking(classes: list[TrafficClass]) -> list[tuple[int, int]]:
-    """(traffic class, DSCP) per class in `_ordered` order: see the module's docstring."""
-    lossless = [c.name for c in classes if c.lossless and not c.default]
-    free = [t for t in LOSSLESS_TCS if t not in LOSSLESS_TCS[:len(lossless)]]
-    out = []
-    for c in classes:
-        if c.default:
-            tc = 0
-        elif c.lossless:
-            tc = LOSSLESS_TCS[lossless.index(c.name)]
-        else:
-            tc = free.pop()
-        first_lossless = bool(lossless) and c.name == lossless[0]
-        dscp = c.dscp if c.dscp is not None else 0 if c.default else ROCE_DSCP if first_lossless else 8 * tc + 2 * c.lossless
-        out.append((tc, dscp))
-    return out
 
 
 def plan_qos(model: Model) -> QosPlan | None:

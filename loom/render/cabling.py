@@ -87,34 +87,6 @@ class Cable:
         return d
 
 
-def columns_doc() -> str:
-    lines = ["# Cabling sheet columns", "", "Generated from `loom/render/cabling.py` by `loom docs`.", "",
-             "`loom cabling MODEL --format csv` writes one row per cable, in walking order (rack, RU, device,",
-             "port of end A).  End A is the lower layer (the node, or the lower switch), end B the upper.", "",
-             "| column | meaning |", "|---|---|"]
-    lines += [f"| `{c}` | {COLUMN_DOC[c]} |" for c in COLUMNS]
-    from .cabling_diff import COLUMN_DOC as CHANGE_DOC
-    from .labels import LINES, WIDTH
-
-    lines += ["", "## Labels (`--format labels`)", "",
-              "One row per cable end (two per cable), in walking order: `cable_id`, `end` (A or B), `rack` (where the",
-              f"label goes), `line1`..`line{LINES}`: the cable ID, this end, then `→` the far end (rack, RU, device, port),",
-              f"each line at most {WIDTH} characters, for a wrap-around label printer.", "",
-              "## HTML and XLSX", "",
-              "`--format html`: a table of contents of the racks, the fabric picture (switches labelled, inter-zone",
-              "links as red arcs, legend), then per rack its elevation (every device at its RUs; fill = zone or",
-              "plane, strip = kind), its bill of materials (cables counted in the rack of their end A) and its cable",
-              "ends.  `--format xlsx`: a sheet per row of racks (numbers as numbers, autofilter, widths, header",
-              "repeated on every printed page), `BOM` and `Rack BOM`.", "",
-              "## Change sheets (`loom cabling diff OLD NEW --format csv|text`)", "",
-              "Built from the same churn as `loom diff` (`loom/expand/churn.py`): one row per cable to add, remove",
-              "or re-pull, in walking order (rack by rack; at each rack remove, re-pull, add).  The text format ends",
-              "with the pull list: per rack, the parts to bring and the parts coming back.", "",
-              "| column | meaning |", "|---|---|"]
-    lines += [f"| `{c}` | {d} |" for c, d in CHANGE_DOC.items()]
-    return "\n".join(lines) + "\n"
-
-
 def _fmt(x: float) -> str:
     return f"{x:g}"
 

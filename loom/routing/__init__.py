@@ -1,6 +1,7 @@
 """Stage 3: routing engines behind one interface (fabric subnet in, forwarding tables out)."""
 
-from .base import ENGINES, NO_ROUTE, Engine, RoutingError, Tables, engine_for, get_engine
+from .base import NO_ROUTE, Engine, RoutingError, Tables, engine_for
+from .engines import ENGINES, get_engine
 from .subnet import Subnet, subnet, subnets
 
 

@@ -4,16 +4,23 @@ The default of every command, so `loom check`, `whatif` and `watch` need no --en
 
 from __future__ import annotations
 
-from .base import Tables, engine_for, get_engine, register
+from .base import Engine, Tables, engine_for
+from .bigraph import BiGraphEngine
+from .fattree import FatTreeEngine
 from .subnet import Subnet
 
+BY_KIND: dict[str, type] = {"bigraph": BiGraphEngine, "fattree": FatTreeEngine}
 
-@register
+
+def _engine(sn: Subnet) -> Engine:
+    return BY_KIND[engine_for(sn.fabric.model)]()
+
+
 class AutoEngine:
     name = "auto"
 
     def route(self, sn: Subnet, hint: Tables | None = None) -> Tables:
-        return get_engine(engine_for(sn.fabric.model)).route(sn, hint)
+        return _engine(sn).route(sn, hint)
 
     def repair(self, sn: Subnet, tables: Tables) -> Tables:
-        return get_engine(engine_for(sn.fabric.model)).repair(sn, tables)
+        return _engine(sn).repair(sn, tables)

@@ -7,7 +7,7 @@ and push code take `Tables` and never import an engine module.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -54,22 +54,6 @@ class Engine(Protocol):
         """`tables` (in force on the intact fabric) made right for `subnet`, the same fabric
         with links or switches down, changing as few entries as the as-built bound allows."""
         ...
-
-
-ENGINES: dict[str, Callable[[], Engine]] = {}
-
-
-def register(cls):
-    ENGINES[cls.name] = cls
-    return cls
-
-
-def get_engine(name: str) -> Engine:
-    from . import auto, bigraph, fattree  # noqa: F401  (engines register themselves on import)
-
-    if name not in ENGINES:
-        raise RoutingError(f"unknown routing engine `{name}`; known: {', '.join(sorted(ENGINES))}")
-    return ENGINES[name]()
 
 
 def engine_for(model) -> str:

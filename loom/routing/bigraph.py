@@ -29,7 +29,7 @@ import numpy as np
 from loom.model.schema import BiGraph
 
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
-from .base import RoutingError, Tables, empty_lft, register
+from .base import RoutingError, Tables, empty_lft
 from .fattree import ROLE_ORDER
 from .subnet import TO_SWITCH, Subnet
 
@@ -42,7 +42,6 @@ def turn_slot(sn: Subnet, lid: int, hosts_per_switch: int) -> int:
     return hosts_per_switch if sn.lid_switch[lid] >= 0 else int(sn.ca_switch_port[lid]) - 1
 
 
-@register
 class BiGraphEngine:
     name = "bigraph"
 

@@ -48,7 +48,7 @@ from loom.model.rules import direction_split
 from loom.model.schema import FatTree2, FatTree3
 
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
-from .base import NO_ROUTE, RoutingError, Tables, empty_lft, register
+from .base import NO_ROUTE, RoutingError, Tables, empty_lft
 from .subnet import TO_SWITCH, Subnet
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
@@ -261,7 +261,6 @@ def _forwards(sn: Subnet, lft: np.ndarray, peers: np.ndarray, lid: int) -> np.nd
     return ok | own
 
 
-@register
 class FatTreeEngine:
     name = "fattree"
 
