@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 
 from loom.expand import load_fabric  # noqa: E402
 from loom.expand.failures import parse_failures, without  # noqa: E402
-from loom.push.links import set_links  # noqa: E402
-from loom.push.recompute import opensm_recompute  # noqa: E402
-from loom.push.target import SimTarget  # noqa: E402
-from loom.push.watch import Watcher  # noqa: E402
+from loom.fabrics.infiniband.links import set_links  # noqa: E402
+from loom.fabrics.infiniband.recompute import opensm_recompute  # noqa: E402
+from loom.fabrics.infiniband.target import SimTarget  # noqa: E402
+from loom.fabrics.infiniband.watch import Watcher  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
 from loom.routing import subnet  # noqa: E402
 from loom.routing.asbuilt import affected_destinations  # noqa: E402

@@ -24,9 +24,9 @@ from bench.figures import Figures  # noqa: E402
 from bench.simtools import sim_console  # noqa: E402
 from loom.expand import load_fabric  # noqa: E402
 from loom.expand.failures import parse_failures, without  # noqa: E402
-from loom.push.apply import apply_tables  # noqa: E402
-from loom.push.qos_readback import qos_jobs  # noqa: E402
-from loom.push.target import SimTarget  # noqa: E402
+from loom.fabrics.infiniband.apply import apply_tables  # noqa: E402
+from loom.fabrics.infiniband.qos_readback import qos_jobs  # noqa: E402
+from loom.fabrics.infiniband.target import SimTarget  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
 from loom.routing import get_engine, subnet  # noqa: E402
 

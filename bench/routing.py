@@ -38,7 +38,7 @@ from loom.checks import (Walk, check_balance, check_deadlock, check_reachability
                          effective_bisection_bandwidth)
 from loom.expand import expand  # noqa: E402
 from loom.model import load_model  # noqa: E402
-from loom.push.sim import SimFabric, ibdmchk, tools_missing  # noqa: E402
+from loom.fabrics.infiniband.sim import SimFabric, ibdmchk, tools_missing  # noqa: E402
 from loom.render.opensm import guid2lid, lfts_dump, tables_from_dump  # noqa: E402
 from loom.routing import route  # noqa: E402
 

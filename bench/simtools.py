@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from loom.push.sim import tools_missing
+from loom.fabrics.infiniband.sim import tools_missing
 
 
 def sim_console(width: int) -> Console | None:

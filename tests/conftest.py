@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loom.push.daemon import Daemons
-from loom.push.sim import tools_missing
+from loom.fabrics.infiniband.daemon import Daemons
+from loom.fabrics.infiniband.sim import tools_missing
 
 from .simfabric import TINY, loom, procs_using
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from loom.push.frr_lab import FRR_RELOAD, FrrLab
+from loom.fabrics.ethernet.lab import FRR_RELOAD, FrrLab
 
 from .lifecycle import Started
 from .load import wait_for

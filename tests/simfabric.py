@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from loom.cli import app
-from loom.push.daemon import alive
+from loom.fabrics.infiniband.daemon import alive
 
 TOPO = Path(__file__).parent.parent / "topology"
 TINY = str(TOPO / "tiny.yaml")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import sys
 
-from loom.push.madquery import ATTR_VLARB, TIMEOUT_MS, Mad, PortId
+from loom.fabrics.infiniband.madquery import ATTR_VLARB, TIMEOUT_MS, Mad, PortId
 
 ATTR_LFT = 0x19
 

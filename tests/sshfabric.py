@@ -35,7 +35,7 @@ from tests.load import wait_for
 
 from loom.expand import Fabric
 from loom.render.sm_host import SmPaths, managed_block, merge
-from loom.push.sim import UMAD2SIM, SimFabric
+from loom.fabrics.infiniband.sim import UMAD2SIM, SimFabric
 from loom.render.opensm import guid2lid
 from loom.routing import route
 

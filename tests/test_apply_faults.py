@@ -22,14 +22,14 @@ from .faults import plant_credit_loop, plant_drop, plant_forwarding_loop
 from .simfabric import TINY, TOPO, loom, procs_using
 from loom.expand import load_fabric
 from loom.push import audit
-from loom.push.apply import apply_plan
-from loom.push.checked import content_digest
-from loom.push.daemon import Daemons
+from loom.fabrics.infiniband.apply import apply_plan
+from loom.push.planfile import content_digest
+from loom.fabrics.infiniband.daemon import Daemons
 from loom.push.journal import Journal
 from loom.push.lock import FabricLock, LockHeld, is_free
 from loom.push.packing import digest_live, rows_text, table_rows
-from loom.push.plan import read_plan
-from loom.push.qos_readback import directed_routes
+from loom.push.planfile import read_plan
+from loom.fabrics.infiniband.qos_readback import directed_routes
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import subnet
 
@@ -211,7 +211,7 @@ def test_qos_turned_off_and_on_on_a_running_fabric(tiny_up, tmp_path):
 
 def test_failed_qos_apply_restores_qos_too(tiny_up, tmp_path, monkeypatch):
     """A restore verifies the QoS tables, not only routing: the old classes are back on every port."""
-    import loom.push.apply as applymod
+    import loom.fabrics.infiniband.apply as applymod
 
     off = tmp_path / "tiny.yaml"
     text = Path(TINY).read_text()
@@ -276,7 +276,7 @@ def test_ibsim_dying_mid_apply_restores_the_inputs(tiny_up, tmp_path, monkeypatc
 
 def test_dump_fts_reading_part_of_the_fabric_is_an_error(tiny_up, monkeypatch):
     """dump_fts exits 0 when some switches do not answer: loom counts the tables it got."""
-    import loom.push.daemon as daemonmod
+    import loom.fabrics.infiniband.daemon as daemonmod
 
     real = subprocess.run
 
@@ -294,7 +294,7 @@ def test_dump_fts_reading_part_of_the_fabric_is_an_error(tiny_up, monkeypatch):
 
 
 def test_opensm_killed_after_the_reload_is_not_verified(tiny_up, tmp_path, monkeypatch):
-    import loom.push.apply as applymod
+    import loom.fabrics.infiniband.apply as applymod
 
     path = make_plan_file(tmp_path)
     before = tables(tiny_up)

@@ -82,7 +82,7 @@ def test_garbage_facts(tmp_path):
     (b"\xff\xfe" + "{}".encode("utf-16-le"), "not UTF-8"),
 ])
 def test_bad_plan(tmp_path, content, expect):
-    """Plans are read bounded and parsed strictly; what apply checks in a plan is loom.push.checked's."""
+    """Plans are read bounded and parsed strictly; what apply checks in a plan is loom.fabrics.infiniband.checked's."""
     path = tmp_path / "p.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     assert expect in run("apply", path)

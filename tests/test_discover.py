@@ -12,7 +12,7 @@ import pytest
 from loom.checks.cabling import compare
 from loom.expand import load_fabric, lock_path
 from loom.expand.live import TopologyError, parse_ibnetdiscover
-from loom.push.links import console
+from loom.fabrics.infiniband.sim import console
 
 from .simfabric import TINY, TOPO, loom
 

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from loom.cli import app
 from loom.expand import load_fabric
-from loom.push.checked import content_digest
+from loom.push.planfile import content_digest
 from loom.push.errors import PlanError
-from loom.push.frr_plan import LAST_APPLIED, check_frr_plan, config_changes, frr_has_changes, intent_of, make_frr_plan, sha
-from loom.push.frr_reload import delta
+from loom.fabrics.ethernet.plan import LAST_APPLIED, check_frr_plan, config_changes, frr_has_changes, intent_of, make_frr_plan, sha
+from loom.fabrics.ethernet.reload import delta
 from loom.render.frr_intent import fib_differences, link_prefixes, static_fib
 
 TOPO = Path(__file__).parent.parent / "topology"

@@ -151,7 +151,7 @@ def test_a_second_function_of_a_nic_is_not_a_second_nic(tmp_path):
 def test_ethernet_inventory_lists_the_switches_for_the_ssh_target(tmp_path):
     """`frr_switches`: every switch, read back by the FRR SSH target as the model's switches,
     with the site's management address taking effect; no switch gets host tuning."""
-    from loom.push.frr_ssh import inventory_switches
+    from loom.fabrics.ethernet.ssh import inventory_switches
 
     f = load_fabric(TOPO / "roce-lab.yaml")
     files = inventory(f)

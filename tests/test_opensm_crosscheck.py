@@ -11,7 +11,7 @@ import pytest
 from loom.checks import Walk, check_deadlock, check_tables
 from loom.expand import expand
 from loom.model import load_model
-from loom.push.sim import SimFabric, ibdmchk, tools_missing
+from loom.fabrics.infiniband.sim import SimFabric, ibdmchk, tools_missing
 from loom.model.rules import zone_layers
 from loom.qos import plan_qos
 from loom.qos.render import opensm_qos_policy

@@ -9,13 +9,13 @@ import pytest
 
 from loom.cli import app
 from loom.expand import load_fabric
-from loom.push.daemon import Daemons, alive
-from loom.push.apply import apply_plan
-from loom.push.checked import content_digest
+from loom.fabrics.infiniband.daemon import Daemons, alive
+from loom.fabrics.infiniband.apply import apply_plan
+from loom.push.planfile import content_digest
 from loom.push.lock import FabricLock, is_free
 from loom.push.packing import rows_text
-from loom.push.plan import read_plan
-from loom.push.sim import tools_missing
+from loom.push.planfile import read_plan
+from loom.fabrics.infiniband.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import route, subnet
 
@@ -173,7 +173,7 @@ def test_hand_edited_table_is_drift(tiny_up, tmp_path):
 
 
 def test_plan_refuses_failing_routing(tiny_up, tmp_path, monkeypatch):
-    import loom.push.plan as planmod
+    import loom.fabrics.infiniband.plan as planmod
 
     real = planmod.check_tables
     monkeypatch.setattr(planmod, "check_tables", lambda t, **kw: {**real(t, **kw), "deadlock_free": False})
@@ -231,7 +231,7 @@ class Recorder:
 def test_qos_read_back_reports_its_progress(tiny_up):
     """The read-back says how many ports it has read as it goes (the CLI draws a bar from it)."""
     from loom.progress import listening
-    from loom.push.qos_readback import qos_jobs, read_qos
+    from loom.fabrics.infiniband.qos_readback import qos_jobs, read_qos
 
     sn = subnet(load_fabric(TINY), 0)
     seen = Recorder()
@@ -244,7 +244,7 @@ def test_qos_read_back_reports_its_progress(tiny_up):
 def test_a_plan_of_the_model_applied_last_takes_its_tables(tiny_up, tmp_path, monkeypatch):
     """After an apply, a plan of the same model does not route again (`last-applied.key` is
     its routing key); a changed model, or a watcher's apply since, routes again."""
-    import loom.push.plan as plan_module
+    import loom.fabrics.infiniband.plan as plan_module
 
     d = tiny_up
     assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
@@ -270,8 +270,8 @@ def test_a_routing_only_change_is_applied_by_a_reload(tiny_up, tmp_path):
     """Nothing but routing changes, on a fabric holding what loom applied last: OpenSM re-reads its
     file (no restart), only the changed entries are read back, and the fabric holds the plan."""
     from loom.expand.failures import parse_failures, without
-    from loom.push.apply import apply_tables
-    from loom.push.target import SimTarget
+    from loom.fabrics.infiniband.apply import apply_tables
+    from loom.fabrics.infiniband.target import SimTarget
     from loom.routing import get_engine
 
     d, f = tiny_up, load_fabric(TINY)

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from loom.checks import Walk, check_deadlock, check_tables
 from loom.cli import app
 from loom.expand import load_fabric
-from loom.push.daemon import Daemons
-from loom.push.sim import tools_missing
+from loom.fabrics.infiniband.daemon import Daemons
+from loom.fabrics.infiniband.sim import tools_missing
 from loom.qos import plan_qos
 from loom.qos.lossless import lossless_plan
 from loom.qos.render import opensm_qos_conf
@@ -130,7 +130,7 @@ def test_wrong_sl2vl_on_the_fabric_is_drift(tiny_sim):
 @pytest.mark.sim
 def test_fast_qos_reader_equals_smpquery(tiny_sim):
     """The one-process MAD reader returns exactly what `smpquery` returns, port by port."""
-    from loom.push.qos_readback import read_qos, read_qos_smpquery
+    from loom.fabrics.infiniband.qos_readback import read_qos, read_qos_smpquery
     from loom.routing import subnet
 
     sn = subnet(load_fabric(TINY), 0)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from loom.checks import Walk, check_deadlock
 from loom.cli import app
 from loom.expand import load_fabric
-from loom.push.frr_lab import running
+from loom.fabrics.ethernet.lab import running
 from loom.render.frr_intent import desired_configs, interface_names
 from loom.render.roce import all_switch_links, destinations, host_config, plane_links_ok, switch_config
 from loom.routing import route

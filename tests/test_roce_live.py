@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from loom.expand import load_fabric
-from loom.push import audit, frr_lab
-from loom.push.frr_lab import FrrLab
+from loom.push import audit
+from loom.fabrics.ethernet import lab as frr_lab
+from loom.fabrics.ethernet.lab import FrrLab
 from loom.push.journal import Journal
 
 from .simfabric import loom

@@ -14,7 +14,7 @@ from loom.expand import load_fabric
 from loom.render.sm_host import managed_part, site_part
 from loom.push.packing import mismatch, rows_text
 from loom.render.opensm import parse_lfts_dump
-from loom.push.sim import tools_missing as sim_tools_missing
+from loom.fabrics.infiniband.sim import tools_missing as sim_tools_missing
 
 from .simfabric import TINY, loom
 from .sshfabric import SITE_CONF, SmPair, log_text, sweeps, tools_missing, wait_for
@@ -67,7 +67,7 @@ def test_plan_apply_over_ssh_then_no_changes(pair, ssh_state, tmp_path):
 def test_same_tables_as_the_sim_target(pair, ssh_state, tmp_path):
     """What a change is does not depend on where it goes: the sim target's plan of the same
     fabric (same live tables) wants the tables the SSH target applied."""
-    from loom.push.plan import settled_route
+    from loom.fabrics.infiniband.plan import settled_route
     from loom.render.opensm import lfts_dump, tables_from_dump
     from loom.routing import subnet
 

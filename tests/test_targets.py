@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from loom.push.errors import PlanError
-from loom.push.ssh import host_from_dict
+from loom.fabrics.infiniband.inventory import host_from_dict
 from loom.render.sm_host import SmPaths, managed_block, managed_part, merge, qos_part, site_part
 
 from .simfabric import TINY, loom
@@ -53,8 +53,8 @@ def test_unreachable_host_is_named(tmp_path, monkeypatch):
 
 
 def test_plan_naming_an_unknown_target_is_refused(tmp_path, monkeypatch):
-    from loom.push.checked import content_digest
-    from loom.push.target import target_of_plan
+    from loom.push.planfile import content_digest
+    from loom.fabrics.infiniband.targets import target_of_plan
 
     plan = {"fabric": "tiny", "state_dir": str(tmp_path / "tiny"), "target": {"kind": "telnet"}}
     with pytest.raises(PlanError, match="unknown target 'telnet'"):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from loom.expand import load_fabric
-from loom.push.qos_readback import directed_routes
+from loom.fabrics.infiniband.qos_readback import directed_routes
 from loom.routing import subnet
 
 from .pglab import Postgres

@@ -14,9 +14,9 @@ import pytest
 
 from loom.expand import load_fabric
 from loom.expand.failures import parse_failures, without
-from loom.push.links import set_links
-from loom.push.target import SimTarget
-from loom.push.watch import Watcher
+from loom.fabrics.infiniband.links import set_links
+from loom.fabrics.infiniband.target import SimTarget
+from loom.fabrics.infiniband.watch import Watcher
 from loom.render.opensm import tables_from_dump
 from loom.routing import subnet
 from loom.routing.asbuilt import affected_destinations

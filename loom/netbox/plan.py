@@ -60,17 +60,17 @@ class Plan:
     def as_json(self) -> dict:
         return {"netbox": self.url, "site": self.site, "counts": self.counts(), "conflicts": self.conflicts,
                 "changes": [{"kind": c.kind, "key": c.key, "action": c.action,
-                             **({"fields": {f: _plain(v) for f, v in c.want.items()}} if c.action != "delete" else {}),
+                             **({"fields": {f: plain(v) for f, v in c.want.items()}} if c.action != "delete" else {}),
                              **({"from_template": True} if c.from_template else {})} for c in self.changes]}
 
 
-def _plain(v):
+def plain(v):
     if isinstance(v, Ref):
         return v.key
     if isinstance(v, tuple):
-        return [_plain(x) for x in v]
+        return [plain(x) for x in v]
     if isinstance(v, list):
-        return [_plain(x) for x in v]
+        return [plain(x) for x in v]
     return v
 
 

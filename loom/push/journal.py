@@ -4,7 +4,7 @@ intent and everything needed to undo it; each later phase is recorded as it comp
     intent → written → reloaded → verified        (then the journal is removed)
 
 A journal still present when the next command takes the fabric lock belongs to an apply that
-died (SIGKILL, power loss): the lock proves nobody else is working.  `loom.push.apply.recover`
+died (SIGKILL, power loss): the lock proves nobody else is working.  `loom.fabrics.infiniband.apply.recover`
 then finishes it (phase verified: only the records were missing) or restores the saved inputs.
 The journal holds no secrets: table files, OpenSM options and digests.
 

@@ -4,6 +4,8 @@ from the one report dict `loom check` builds)."""
 
 from __future__ import annotations
 
+from rich.console import Console
+
 
 def _yes(v) -> str:
     return "n/a" if v is None else ("yes" if v else "**NO**")
@@ -59,3 +61,61 @@ def ebb_text(p: dict) -> str:
     zones = p.get("ebb_by_zone") or {}
     text = f"{p['ebb']}" + (": " + ", ".join(f"{z} {v}" for z, v in zones.items()) if len(zones) > 1 else "")
     return text + (f"; whole fabric {p['ebb_fabric']}" if len(zones) > 1 and p.get("ebb_fabric") is not None else "")
+
+
+def print_check(out: Console, name: str, p: dict) -> None:
+    """One InfiniBand plane's verdicts as `loom check` prints them."""
+    def verdict(ok: bool) -> str:
+        return "[green]yes[/green]" if ok else "[red]NO[/red]"
+
+    b, r = p["balance"], p["reachability"]
+    out.print(f"[bold]{name}[/bold] plane {p['plane']} ({p['engine']})")
+    out.print(f"  reachable:      {verdict(p['reachable'])}  {r['ca_pairs']} CA-to-CA pairs, {r['unreachable_pairs']} unreachable, "
+              f"{r['loop_pairs']} looping, max {r['max_hops']} hops, {r['nonminimal_pairs']} non-minimal in-zone; "
+              f"{r['switch_pairs']} switch-to-LID pairs, {r['switch_unreachable']} unreachable")
+    for loop in r["loops"]:
+        out.print(f"    [red]forwarding loop:[/red] {loop}", highlight=False)
+    if r["cut_off"]:
+        out.print(f"    cut off (left out): {', '.join(r['cut_off'][:10])}" + (f" and {len(r['cut_off']) - 10} more" if len(r["cut_off"]) > 10 else ""),
+                  highlight=False)
+    for e in r["examples"]:
+        out.print(f"    {e}", highlight=False)
+    out.print(f"  deadlock-free:  {verdict(p['deadlock_free'])}  {p['deadlock']['channels']} channels, "
+              f"{p['deadlock']['dependencies']} dependencies (CA-to-CA only: "
+              f"{'free' if p['deadlock']['ca_to_ca_deadlock_free'] else 'LOOP'})")
+    if p.get("cross_zone_vls"):
+        out.print("    cross-zone: inter-zone links leave a zone from several leaves, so traffic to lower-numbered zones "
+                  "rides a second VL per class (its SL = class SL + classes; one VL could not stay loop-free)")
+    if p.get("part_vls"):
+        out.print("    BiGraph: traffic from the upper part rides VL set 0, from the lower part VL set 1 (EFLOPS's priority "
+                  f"per direction); on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} of credit loops")
+    if p["qos"]:
+        q = p["qos"]
+        out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(
+            f"{c['name']} SL{c['sl']}/VL{c['vl']} {c['weight_share']:.1%}{'' if c['isolated'] else ' (shared)'}" for c in q["classes"]))
+        out.print("    per VL deadlock-free: " + ", ".join(f"VL{v} {'yes' if r['deadlock_free'] else 'NO'}" for v, r in q["per_vl"].items())
+                  + f"; on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} of credit loops")
+        for prob in q["problems"]:
+            out.print(f"    [red]{prob}[/red]", highlight=False)
+    if p["cycle"]:
+        out.print("  credit loop:")
+        for hop in p["cycle"]:
+            out.print(f"    {hop}", highlight=False)
+    out.print(f"  balance:        {verdict(b['within_bound'])}  every switch at its as-built bound; "
+              f"design bound {'met' if b['design_within_bound'] else '[yellow]not met[/yellow] (degraded)'}")
+    out.print("    level        groups  max dest/port  over as-built  over design  max paths/port")
+    for level, f in b["levels"].items():
+        out.print(f"    {level:<12} {f['groups']:>6}  {f['max']:>13}  {f['over_bound']:>13}  {f['over_design_bound']:>11}  {f['max_paths']:>14}")
+    out.print(f"    leaf up-ports: max {b['max_dest_per_up_port']} destinations, as-built bound {b['lower_bound']}, "
+              f"design bound {b['design_bound']} (worst leaf), min {b['min_dest_per_up_port']}")
+    for role, f in b["per_role"].items():
+        out.print(f"    {role:<11} max {f['max_dest_per_up_port']} / as-built {f['lower_bound']} / design {f['design_bound']}"
+                  + (f"  [red]{f['over_bound']} leaves over[/red]" if f["over_bound"] else ""))
+    if b["inter_zone"]:
+        iz = b["inter_zone"]
+        out.print(f"    inter-zone  max {iz['max_dest_per_link']} / bound {iz['lower_bound']} over {iz['links']} link directions")
+    for w in b["worst"]:
+        out.print(f"    [red]{w}[/red]", highlight=False)
+    out.print(f"  eBB:            {ebb_text(p)}", highlight=False)
+    for w in p["warnings"]:
+        out.print(f"  [yellow]warning:[/yellow] {w}", highlight=False)

@@ -6,7 +6,7 @@ and for the subnet managers of an InfiniBand fabric what the `opensm` role insta
 `group_vars/subnet_managers.yml` (QoS options, where the tables are), `files/lfts.dump`,
 `files/guid2lid` and `loom_sm_priority` (15, the master) in the SM host's host_vars.
 An Ethernet fabric's switches form the `frr_switches` group, the hosts of its SSH target
-(`loom.push.frr_ssh`), each with its plane, zone, rack, ASN and loopback; `ansible_host` is
+(`loom.fabrics.ethernet.ssh`), each with its plane, zone, rack, ASN and loopback; `ansible_host` is
 the site's to add (a management address Loom does not know).  The host-tuning play leaves them out."""
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
 from loom.model.names import natural
 
 
@@ -57,3 +61,68 @@ def summary_json(plan: dict, entries: bool) -> str:
     if entries:
         body["entries"] = changed_entries(plan)
     return json.dumps(body, indent=2) + "\n"
+
+
+def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
+    """An InfiniBand plan as `loom plan` and `loom show` print it: drift, standbys, QoS, the LFT
+    entries per switch, the destinations that move, balance before and after."""
+    c, q = p["changes"], p["qos"]
+    if p["drift"]:
+        out.print(f"[yellow]drift:[/yellow] {p['drift']}", highlight=False)
+    for line in p.get("standbys_differing", []):
+        out.print(f"standby: {line} (apply writes the master's files to every standby)", highlight=False)
+    if not changed:
+        out.print(f"[green]No changes.[/green] The live tables of {p['fabric']} match the model"
+                  + (" (routing and QoS)." if q["intent"] else "."))
+        return
+    if q["conf_changes"] or q["ports_differing"]:
+        out.print(f"QoS: {'OpenSM QoS options change; ' if q['conf_changes'] else ''}"
+                  f"{q['ports_differing']} ports hold other SL2VL/VLArb tables than the model wants")
+        for e in q["examples"]:
+            out.print(f"    {e}", highlight=False)
+    if not c["entries_changed"]:
+        out.print("Routing: no LFT changes.")
+        return
+    out.print(f"Plan for {p['fabric']}: [bold]{c['entries_changed']}[/bold] LFT entries on "
+              f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move")
+    t = Table("switch", "entries changed")
+    for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))[:15]:
+        t.add_row(name, str(n))
+    if len(c["per_switch"]) > 15:
+        t.add_row(f"... {len(c['per_switch']) - 15} more", "")
+    out.print(t)
+    moved = c["destinations_moved"]
+    out.print("destinations moved: " + ", ".join(f"{m['name']} (LID {m['lid']})" for m in moved[:12])
+              + (f", ... {len(moved) - 12} more" if len(moved) > 12 else ""), highlight=False)
+    b0, b1 = p["balance_before"], p["balance_after"]
+    out.print(f"balance (max destinations per leaf up-port / bound): before {b0['max_dest_per_up_port']}/{b0['lower_bound']}, "
+              f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}; storage before {b0['storage']}, after {b1['storage']}")
+    out.print(f"saved in {saved}; apply with: loom apply {saved}", highlight=False, markup=False)
+
+
+def print_frr_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
+    """An Ethernet plan as `loom plan` and `loom show` print it: per switch the configuration
+    lines that change, the routes that differ, the BGP sessions and the first change."""
+    if p["drift"]:
+        out.print(f"[yellow]drift:[/yellow] {p['drift']}", highlight=False)
+    sw = p["switches"]
+    sessions = [sum(s["sessions"][i] for s in sw.values()) for i in (0, 1)]
+    bgp = f"; BGP sessions {sessions[0]}/{sessions[1]} established" if sessions[1] else ""
+    if not changed:
+        out.print(f"[green]No changes.[/green] Every switch of {p['fabric']} runs its configuration and holds the "
+                  f"routes the model wants{bgp}.", highlight=False)
+        return
+    c = p["changes"]
+    out.print(f"Plan for {p['fabric']}: [bold]{c['lines_changed']}[/bold] configuration lines on [bold]"
+              f"{c['switches_touched']}[/bold] switches; routes differ from the intent on {c['fib_differing']} switches{bgp}",
+              highlight=False)
+    t = Table("switch", "config lines", "routes differing", "BGP sessions", "first change")
+    changed = [n for n in sw if sw[n]["changes"] or sw[n]["fib"]]
+    for n in sorted(changed, key=natural)[:15]:
+        s = sw[n]
+        t.add_row(n, str(len(s["changes"])), str(len(s["fib"])), f"{s['sessions'][0]}/{s['sessions'][1]}",
+                  escape((s["changes"] or s["fib"])[0]))
+    if len(changed) > 15:
+        t.add_row(f"... {len(changed) - 15} more", "", "", "", "")
+    out.print(t)
+    out.print(f"saved in {saved}; apply with: loom apply {saved}", highlight=False, markup=False)

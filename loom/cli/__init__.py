@@ -1,0 +1,57 @@
+"""The `loom` command line: one module per command group, each command a few lines that call
+the pipeline (`loom.pipeline`) or the fabric's backend (`loom.fabrics`) and print.
+
+    common      options, consoles, loading, writing, the backend of a fabric
+    model       validate, show, expand, lock, configs, inventory, host
+    routing     route, check, whatif, discover, diff       (sides: a change's two models)
+    push        sim, watch, plan, apply, show PLAN
+    cabling     cabling sheet|diff
+    scheduling  slurm, ranks
+    terraform   fabric, tf routing|netbox
+    netbox      netbox plan|apply|import
+    docs        docs
+
+The order below is the order `loom --help` lists them in.  Exit codes: 0 success, 1 invalid
+model / failed check / refusal, 2 usage errors (Typer's).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from . import cabling, docs, model, netbox, push, routing, scheduling, terraform
+from .common import out
+
+app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.", rich_markup_mode=None)
+
+COMMANDS = [
+    ("validate", model.validate), ("show", model.show), ("expand", model.expand_cmd), ("route", routing.route_cmd),
+    ("check", routing.check), ("whatif", routing.whatif), ("discover", routing.discover), ("lock", model.lock_cmd),
+    ("docs", docs.docs), ("diff", routing.diff_cmd), ("configs", model.configs), ("inventory", model.inventory_cmd),
+    ("watch", push.watch), ("plan", push.plan), ("apply", push.apply), ("ranks", scheduling.ranks_cmd),
+    ("slurm", scheduling.slurm_cmd), ("fabric", terraform.fabric_cmd),
+]
+GROUPS = [("host", model.host_app), ("sim", push.sim_app), ("cabling", cabling.cabling_app), ("tf", terraform.tf_app),
+          ("netbox", netbox.netbox_app)]
+
+for name, fn in COMMANDS:
+    app.command(name)(fn)
+for name, group in GROUPS:
+    app.add_typer(group, name=name)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"loom {version('loom')}", highlight=False)
+        except PackageNotFoundError:
+            out.print("loom (not installed: run from a checkout without `pip install`)", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                            help="print loom's version and exit")) -> None:
+    """Loom: declarative AI-cluster fabrics."""

@@ -1,0 +1,5 @@
+"""`python -m loom.cli`: the same as the `loom` script."""
+
+from loom.cli import app
+
+app()

@@ -1,0 +1,194 @@
+"""What every command shares, in one public module: the options spelled one way (the grammar of
+docs/cli.md), the two consoles, loading a model with file:line errors, atomic writes, routing
+with a clean refusal, the phase timer and progress lines, and the backend of a fabric — the one
+place a command learns the technology (`loom.fabrics.backend_for`).  Exit codes everywhere: 0
+success, 1 invalid model / failed check / refusal, 2 usage errors."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from loom import pipeline
+from loom.expand import Fabric
+from loom.model import ModelError
+
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+
+MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
+FORMAT_OPT = typer.Option("text", "--format", help="text or json")
+JSON_OPT = typer.Option(False, "--json", help="same as --format json")
+
+
+def format_of(fmt: str, as_json: bool, allowed: tuple[str, ...] = ("text", "json")) -> str:
+    """The format asked for; `--json` is `--format json`; anything else is a usage error (exit 2)."""
+    if fmt not in allowed:
+        raise typer.BadParameter(f"must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {fmt!r}", param_hint="--format")
+    return "json" if as_json else fmt
+
+
+def json_wanted(fmt: str, as_json: bool) -> bool:
+    return format_of(fmt, as_json) == "json"
+
+ENGINE_OPT = typer.Option("auto", "--engine", help="routing engine: fattree, bigraph, or auto (by the zones' kind)")
+
+TARGET_OPT = typer.Option("sim", "--target", help="sim: the embedded simulated fabric; ssh: the subnet-manager "
+                          "hosts of the inventory's `subnet_managers` group (an Ethernet fabric: its switches, "
+                          "the `frr_switches` group) (docs/targets.md)")
+INVENTORY_OPT = typer.Option(None, "--inventory", help="with --target ssh: inventory directory (default inventory/<fabric>)")
+SSH_CONFIG_OPT = typer.Option(None, "--ssh-config", help="with --target ssh: an ssh_config file (default: the user's)")
+END_A = typer.Argument(..., help="a device and port, `z0-leaf3:21` (or `z0-leaf3/21`); a device alone: all its cables")
+END_B = typer.Argument(None, help="the far end (optional; picks among parallel cables, or checks A's far end)")
+
+
+def load_model(path: Path) -> Fabric:
+    """The expanded model; a missing file is a usage error (exit 2), an invalid model a finding (exit 1)."""
+    if not path.exists() and not path.is_symlink():
+        print_error(f"{path}: no such file; give the path of a model file, e.g. topology/tiny.yaml")
+        raise typer.Exit(2)
+    try:
+        return pipeline.load(path)
+    except ModelError as exc:
+        print_model_error(path, exc)
+        raise typer.Exit(1) from None
+
+
+def print_model_error(path: Path, exc: ModelError) -> None:
+    is_lock = exc.file.endswith(".lock.json")
+    what = exc.file if is_lock else path
+    err.print(f"[red]error:[/red] {escape(str(what))} is not a valid {'lock file' if is_lock else 'model'}", highlight=False)
+    for p in exc.problems:
+        err.print(p.render(exc.file if is_lock else str(path)), highlight=False, markup=False)
+
+
+def write(path: Path, data: str | bytes) -> None:
+    from loom.push.files import write_atomic
+
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        err.print(f"[red]error:[/red] cannot write {escape(str(path))}: {exc.strerror}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def write_under(root: Path, rel: str, data: str) -> None:
+    """Write `root/rel`, refusing any `rel` that resolves outside `root` (names are checked when
+    the model loads; this is the last line of defence)."""
+    from loom.model.names import PathEscape, inside
+
+    try:
+        path = inside(root, rel)
+    except PathEscape as exc:
+        raise input_error(exc) from None
+    write(path, data)
+
+
+def print_error(exc: Exception | str) -> None:
+    """`error: <message>`; the message may quote user input, so it is printed without markup."""
+    err.print("[red]error:[/red] ", end="")
+    err.print(str(exc), highlight=False, markup=False)
+
+
+def input_error(exc: Exception, code: int = 1) -> typer.Exit:
+    print_error(exc)
+    return typer.Exit(code)
+
+
+def phase(name: str, fn, *args):
+    """Run one phase with a spinner (and a bar for each countable piece of work inside it, see
+    `loom.progress`) and print how long it took."""
+    import time
+
+    from loom.render.progress_bar import bars
+
+    t0 = time.perf_counter()
+    with bars(err, name):
+        result = fn(*args)
+    err.print(f"  {name}: {time.perf_counter() - t0:.2f}s", highlight=False)
+    return result
+
+
+def progress(msg: str) -> None:
+    err.print(f"  {msg}", highlight=False)
+
+
+def fail(exc: Exception | str) -> None:
+    print_error(exc)
+    raise typer.Exit(1) from None
+
+
+def route_model(model: Path, engine: str, fabric: Fabric | None = None):
+    """The model's fabric (loaded unless given) and its routing tables per plane
+    (`loom.pipeline.route`); an unknown engine is a usage error, an unroutable fabric exit 1."""
+    from loom import pipeline
+    from loom.routing import RoutingError, get_engine
+
+    try:
+        get_engine(engine)
+    except RoutingError as exc:
+        raise input_error(exc, 2) from None
+    fabric = fabric or load_model(model)
+    try:
+        return fabric, pipeline.route(fabric, engine)
+    except RoutingError as exc:
+        err.print(f"[red]error:[/red] {escape(str(model))}: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def np_default(o):
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(type(o))
+
+
+class Ui:
+    """The command line as a backend sees it (`loom.fabrics.backend.Ui`)."""
+
+    out = out
+    err = err
+
+    @staticmethod
+    def progress(message: str) -> None:
+        progress(message)
+
+    @staticmethod
+    def phase(name: str, fn, *args):
+        return phase(name, fn, *args)
+
+
+UI = Ui()
+
+
+def backend_of(fabric: Fabric):
+    """The backend of the model's technology (`loom.fabrics`), chosen here once for every command."""
+    from loom.fabrics import backend_for
+
+    return backend_for(fabric)
+
+
+@contextmanager
+def refusals(model: Path | None = None):
+    """Turn what a backend refuses into the command's message and exit code: unsupported (its
+    code, 2 by default), a plan, target or simulator refusal (1), an unroutable fabric (1, named
+    with the model as `route` names it)."""
+    from loom.fabrics import Unsupported
+    from loom.push.errors import PlanError, TargetError
+    from loom.routing import RoutingError
+
+    try:
+        yield
+    except Unsupported as exc:
+        print_error(exc)
+        raise typer.Exit(exc.code) from None
+    except (PlanError, TargetError) as exc:
+        fail(exc)
+    except RoutingError as exc:
+        err.print(f"[red]error:[/red] {escape(str(model))}: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None

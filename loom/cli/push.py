@@ -1,0 +1,238 @@
+"""`loom sim|watch|plan|apply` (and `loom show PLAN`): the push side, on the simulated fabric or
+real targets, through the backend of the fabric's technology (`loom.fabrics`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from loom.expand import Fabric
+
+from .common import (END_A, END_B, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
+                     backend_of, err, fail, input_error, json_wanted, load_model, out, phase, progress, refusals, write)
+
+sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric: ibsim + OpenSM for InfiniBand, "
+                      "FRR in network namespaces for Ethernet planes.")
+link_app = typer.Typer(no_args_is_help=True, help="Link events in the simulated fabric: pull a cable, put it back.")
+sim_app.add_typer(link_app, name="link")
+
+
+@sim_app.command("up")
+def sim_up(model: Path = MODEL_ARG) -> None:
+    """Start ibsim with the fabric and OpenSM on its SM node; wait for SUBNET UP (idempotent).
+    Holds the fabric lock; resolves an interrupted apply first and loads only checked tables.
+    An Ethernet model runs live instead: FRR per switch and every host in network namespaces,
+    switches on the configuration loom applied last (else interfaces only); models too big to
+    run live are refused with the size they need.
+
+    Exit 0 up; 1 it did not come up (the message names the log)."""
+    fabric = load_model(model)
+    with refusals(model):
+        backend_of(fabric).sim_up(model, fabric, UI)
+
+
+@sim_app.command("down")
+def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force",
+             help="stop even while an apply (or another lifecycle command) holds the fabric lock")) -> None:
+    """Stop OpenSM and ibsim of the fabric (an Ethernet model's FRR daemons and namespaces).
+    Refuses while an apply runs unless --force.
+
+    Exit 0 stopped (or nothing ran); 1 refused (an apply holds the lock)."""
+    fabric = load_model(model)
+    with refusals(model):
+        backend_of(fabric).sim_down(fabric, force, UI)
+
+
+@sim_app.command("status")
+def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
+    """Show whether the fabric's ibsim and OpenSM run and the subnet is up (an Ethernet model:
+    whether every FRR daemon and namespace of the live simulation runs). Exit 0 if up."""
+    as_json = json_wanted(fmt, as_json)
+    fabric = load_model(model)
+    raise typer.Exit(0 if backend_of(fabric).sim_status(fabric, as_json, UI) else 1)
+
+
+def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
+    from loom.expand.failures import FailureSpecError, parse_link
+
+    fabric = load_model(model)
+    try:
+        cables = parse_link(fabric, a, b)
+    except FailureSpecError as exc:
+        raise input_error(exc, 2) from None
+    with refusals(model):
+        changed = backend_of(fabric).link_event(model, fabric, cables, up, UI)
+    word = "up" if up else "down"
+    out.print(f"link {word}: {', '.join(changed)}" if changed else f"already {word}: nothing to do", highlight=False)
+
+
+@link_app.command("down")
+def sim_link_down(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
+    """Pull a cable (ibsim `Unlink`): OpenSM sees the port go down on its next sweep.  On an
+    Ethernet model, both ends of the cable's veth pair go down in the live FRR lab.
+
+    Exit 0 done (or already down); 1 the simulated fabric is not running; 2 a name the model does not have."""
+    _link_event(model, a, b, up=False)
+
+
+@link_app.command("up")
+def sim_link_up(model: Path = MODEL_ARG, a: str = END_A, b: str | None = END_B) -> None:
+    """Put a pulled cable back (ibsim `ReLink`; on an Ethernet model, the veth pair's ends up).
+
+    Exit 0 done (or already up); 1 the simulated fabric is not running; 2 a name the model does not have."""
+    _link_event(model, a, b, up=True)
+
+
+def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT,
+          ssh_config: Path | None = SSH_CONFIG_OPT,
+          interval: float = typer.Option(5.0, "--interval", min=0.2, help="discover at least this often (seconds); "
+                                         "OpenSM's sweeps trigger a discovery at once"),
+          hold_down: float = typer.Option(10.0, "--hold-down", min=0, help="a cable that comes back counts as down "
+                                          "until it has stayed up this long (seconds)"),
+          duration: float | None = typer.Option(None, "--for", min=0, help="stop after this many seconds (default: "
+                                                "until Ctrl-C / SIGTERM)")) -> None:
+    """Follow the fabric beside OpenSM: when cables or switches go down, apply the minimal-churn
+    reroute (checked, through the same lock, journal and read-back as apply); when they are
+    back and stable, return to the design tables.  Every event goes to the screen and to
+    watch.log in the fabric's state directory, with the time from detection to verified tables.
+
+    Exit 0 when stopped (--for, Ctrl-C, SIGTERM); 1 when the target cannot be reached."""
+    import signal
+    import time
+
+    from loom.push.errors import PlanError, TargetError
+
+    fabric = load_model(model)
+    backend = backend_of(fabric)
+    with refusals(model):
+        t = backend.target(fabric, target, inventory, ssh_config)
+        w = backend.watcher(model, fabric, t, hold_down, _print_event)
+    stop = [False]
+    end = time.monotonic() + duration if duration is not None else None
+
+    def halt(signum, _frame) -> None:
+        stop[0] = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, halt)
+    progress(f"watching {fabric.name} ({t.kind}): discovery at least every {interval:g}s and on every OpenSM sweep, "
+              f"hold-down {hold_down:g}s; log in {t.dir / 'watch.log'}")
+    try:
+        w.run(interval, until=lambda: stop[0] or (end is not None and time.monotonic() >= end),
+              ready=lambda: progress(f"first discovery done: {len(w.down)} cables routed around; watching"))
+    except (PlanError, TargetError) as exc:
+        fail(exc)
+    progress("watcher stopped" + (f"; the fabric is routed around {', '.join(sorted(map(fabric.cable_id, w.down)))}"
+                                   if w.down else ""))
+
+
+def _print_event(e) -> None:
+    took = ", ".join(f"{k} {v:.2f}s" for k, v in e.seconds.items() if k != "total")
+    what = {"down": "down", "up": "back"}.get(e.kind, e.kind)
+    out.print(f"{e.detected} {what}: {', '.join(e.changed)} → {e.message} ({e.seconds.get('total', 0):.2f}s from "
+              f"detection: {took})", highlight=False, markup=False)
+
+
+def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--out", metavar="FILE", help="file to save the plan to as well (it is always saved as last-plan.json in the fabric's state directory)"),
+         target: str = TARGET_OPT, inventory: Path | None = INVENTORY_OPT, ssh_config: Path | None = SSH_CONFIG_OPT,
+         fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
+    """Route, check, read the live tables (and the standbys' files) and show what apply would change
+    (`--format json`: the plan without its tables, as `loom show PLAN --format json` prints it).
+    An Ethernet model: per switch, FRR's diff of the rendered configuration against the running
+    one (vtysh) and the kernel FIB against the routes the model wants.
+
+    Exit 0 = no changes, 2 = changes, 1 = error (Terraform's convention)."""
+    as_json = json_wanted(fmt, as_json)
+    fabric = load_model(model)
+    backend = backend_of(fabric)
+    with refusals(model):
+        fabric = backend.prepare_plan(model, fabric, UI)  # InfiniBand: refuses fabrics no engine routes, first
+        d = backend.target(fabric, target, inventory, ssh_config)
+    plan_on(backend, d, model, fabric, out_file, as_json)
+
+
+def plan_on(backend, d, model: Path, fabric: Fabric, out_file: Path | None, as_json: bool = False) -> None:
+    """Make the plan on target `d` (`loom.pipeline.plan`: settle, plan, save as last-plan.json),
+    save it to --out too, show it (`as_json`: its summary without the tables); exit 2 if it
+    changes anything, else 0."""
+    from loom import pipeline
+    from loom.push.packing import plan_json
+
+    with refusals(model):
+        try:
+            p = pipeline.plan(model, fabric, d, progress, phase)
+        except OSError as exc:
+            fail(f"cannot write {exc.filename}: {exc.strerror}")
+    if out_file:
+        write(out_file, plan_json(p))
+    if as_json:
+        from loom.render.plan_report import summary_json
+
+        sys.stdout.write(summary_json(p, entries=False))
+    else:
+        backend.print_plan(UI, p, out_file or d.dir / "last-plan.json")
+    raise typer.Exit(2 if backend.has_changes(p) else 0)
+
+
+def show_plan(path: Path, as_json: bool, entries: bool) -> None:
+    """`loom show PLAN`: a saved plan of either technology, its shape checked by its backend."""
+    from loom.fabrics import backend_of_plan
+    from loom.push.planfile import read_plan
+    from loom.render.plan_report import changed_entries, entry_lines, summary_json
+
+    with refusals():
+        p = read_plan(path)
+        backend = backend_of_plan(p)
+        backend.check_shape(p, path)
+    if as_json:
+        sys.stdout.write(summary_json(p, entries))
+        return
+    out.print(f"plan for {p['fabric']} made {p['created']} by {p['user']} from {p['model']} (target {p['target']['kind']})",
+              highlight=False, markup=False)
+    backend.print_plan(UI, p, path)
+    if entries:
+        lines = entry_lines(changed_entries(p))
+        out.print("\n".join(lines) if lines else "no LFT entries change", highlight=False, markup=False)
+
+
+def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),
+          model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply"),
+          target: str = typer.Option("sim", "--target", help="with --model: the target whose last plan to apply (sim, ssh)"),
+          keep_live: bool = typer.Option(False, "--keep-live", help="refuse to overwrite changes made outside loom "
+                                         "(by default the model wins over hand edits)")) -> None:
+    """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
+    stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM.
+    An Ethernet plan: frr-reload.py per switch, then every BGP session established and every
+    FIB as intended; the previous configurations are reloaded on failure.
+
+    Exit 0 applied and verified (or nothing to change); 1 refused or failed (the previous tables are restored); 128+N after signal N."""
+    from loom import pipeline
+    from loom.fabrics import Unsupported
+    from loom.push.errors import Interrupted, PlanError, TargetError
+    from loom.push.planfile import read_plan
+    from loom.push.state import state_dir
+    from loom.render.progress_bar import bars
+
+    if plan_file is None:
+        if model is None:
+            err.print("[red]error:[/red] give a plan file, or --model MODEL to apply its last plan")
+            raise typer.Exit(1)
+        plan_file = state_dir(load_model(model).name, target) / "last-plan.json"
+    try:
+        p = read_plan(plan_file)
+        with bars(err):
+            res = pipeline.apply(p, plan_file, progress, keep_live)
+    except (PlanError, TargetError, Unsupported) as exc:
+        fail(exc)
+    except Interrupted as exc:
+        err.print(f"[red]apply interrupted by signal {exc.signum}:[/red] {exc.outcome}", highlight=False)
+        raise typer.Exit(128 + exc.signum) from None
+    for name, secs in res.phases.items():
+        err.print(f"  {name}: {secs:.2f}s", highlight=False)
+    if res.ok:
+        out.print(f"[green]{res.message}[/green]", highlight=False)
+    else:
+        err.print(f"[red]{res.message}[/red]", highlight=False)
+    raise typer.Exit(0 if res.ok else 1)

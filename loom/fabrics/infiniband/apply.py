@@ -1,0 +1,298 @@
+"""Apply a checked plan to the running fabric, write-ahead journalled, verified by reading back.
+
+    lock → settle an interrupted apply → check the plan (checked.py) → health → stale? →
+    journal intent (previous inputs saved) → write all inputs → push → read back LFTs + QoS →
+    journal verified → records → journal cleared
+
+Any failure after the journal's intent — a mismatch, a dead daemon, a full disk, SIGINT or
+SIGTERM — restores the saved inputs, pushes them and verifies routing *and* QoS; SIGKILL or
+power loss leaves the journal, and the next command that takes the lock (`recover`) finishes
+or restores it.  Every attempt, refusal, takeover and recovery goes to the audit log.  The lock,
+the journal's skeleton and the signals are the shared engine's (`loom.push.engine`).
+The push itself is OpenSM restarted on the new inputs, which programs every entry and every
+QoS table whatever the switches hold, so drift made on a switch is repaired, not missed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from loom.expand import load_fabric
+from loom.expand.failures import parse_failures, without
+from loom.push import engine
+from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, nothing_written, quiet, timed, under_lock
+from loom.push.errors import PlanError, TargetError
+from loom.push.files import write_all_atomic
+from loom.push.journal import Journal
+from loom.push.packing import digest_live, digest_tables, mismatch, unpack
+from loom.render.opensm import lfts_dump, tables_from_dump
+from loom.routing import Tables, subnet
+from loom.routing.base import NO_ROUTE
+from loom.routing.updown import UpDown
+
+from .checked import check_plan
+from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
+from .plan import has_changes
+from .qos_conf import UNMANAGED, conf_intent, restore_conf
+from .qos_readback import digest, mismatches
+from .target import Target
+from .targets import target_of_plan
+
+
+def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
+               progress: Callable[[str], None] = quiet, keep_live: bool = False) -> ApplyResult:
+    """Apply a plan to the target it was made for and verify it by reading back.
+    Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
+    d = target_of_plan(plan)
+    return apply_on(d, RESOLVER, plan, plan_path, timeout, progress,
+                    lambda context: _apply_locked(plan, d, context, timeout, progress, keep_live))
+
+
+def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: float = 180,
+                 progress: Callable[[str], None] = quiet, previous: Tables | None = None, **context) -> ApplyResult:
+    """Push tables made for the fabric as it stands (a watcher's reroute after a failure, or its
+    return to the design tables), through the same lock, journal, read-back and restore as a
+    plan.  Only the forwarding tables change — OpenSM's options and pinned LIDs stay — and
+    OpenSM re-reads its file (SIGHUP: it sends only the blocks that differ from what it
+    programmed) instead of restarting, so only the entries that change are read back
+    (`loom.fabrics.infiniband.lft_readback`).  `previous`: the tables the caller last applied and verified
+    (a watcher), which spares reading every table first; without it the live tables are read.
+    Drift that OpenSM does not know of is apply's to repair (`push`), not a watcher's.  The
+    caller has checked `tables` on the fabric they were made for."""
+    context = {"fabric": tables.subnet.fabric.name, **context}
+
+    in_service = [int(x) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+
+    def work() -> ApplyResult:
+        phases: dict[str, float] = {}
+        d.health()
+        inputs = d.read_inputs()
+        live, live_text = previous, None
+        if previous is None or inputs["lfts"] is None:  # the restore needs what is live
+            live_text = timed(phases, "read live", d.read_lfts, len(in_service))
+            live = tables_from_dump(tables.subnet, live_text, "live")
+        touched = changed_entries(live, tables, in_service)
+        entries = sum(len(lids) for lids in touched.values())
+        if not entries:
+            return ApplyResult(True, "no changes: the fabric already holds these tables", phases)
+        want = lfts_dump(tables)
+        conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
+        guids = [int(tables.subnet.switch(x).guid) for x in in_service]
+        change = Change({"lfts": want}, want, None, tables.subnet, entries, len(touched), conf, guids,
+                        reload=True, touched=touched, tables=tables)
+        record = {**context, "model": str(Path(model).resolve())}
+        return _push_verified(d, change, {**inputs, "conf": conf}, record, timeout, progress, phases,
+                              {"desired_lfts": want, "previous_live": live_text})
+
+    return under_lock(d, RESOLVER, purpose, context, timeout, progress, work)
+
+
+def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress, keep_live: bool) -> ApplyResult:
+    phases: dict[str, float] = {}
+    progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS)")
+    checked = timed(phases, "check plan", check_plan, plan)
+    d.health()
+    progress("reading live tables")
+    live_text = timed(phases, "read live", d.read_lfts)
+    q = plan["qos"]
+    # stale: forwarding tables read back, QoS by the options OpenSM programs the ports from (a full
+    # QoS read-back costs minutes on a big fabric; plan did one, apply's verify does the next)
+    inputs = d.read_inputs()
+    current_conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
+    if digest_live(live_text) != plan["live_sha256"] or current_conf != q["previous_conf"]:
+        raise PlanError("the live tables changed since this plan was made (stale plan); run `loom plan` again")
+    if keep_live and plan["drift"]:
+        raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
+                        "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
+    if not has_changes(plan):
+        _remember_key(d, plan)
+        return ApplyResult(True, "no changes: live tables already match the plan", phases)
+    c = plan["changes"]
+    if _tables_only(plan, d, inputs, current_conf):
+        t = checked.tables
+        touched = changed_entries(tables_from_dump(t.subnet, live_text, "live"), t,
+                                  [r for r in range(t.subnet.n) if (t.lft[r] != NO_ROUTE).any()])
+        change = Change({"lfts": checked.desired_lfts}, checked.desired_lfts, None, t.subnet, c["entries_changed"],
+                        c["switches_touched"], current_conf, reload=True, touched=touched, tables=t)
+    else:
+        change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
+                        checked.desired_lfts, checked.qos_intent, checked.tables.subnet, c["entries_changed"],
+                        c["switches_touched"], restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
+    record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key")}
+    return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
+                          {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts})
+
+
+def _tables_only(plan: dict, d: Target, inputs: dict, current_conf: str) -> bool:
+    """Does only the routing change, on a fabric that holds what loom applied last?  Then OpenSM
+    re-reading its file is enough: it sends the blocks that differ from what it programmed,
+    which are the entries that change, and only those are read back.  Loom must have applied
+    before (else drift could not show), and options, pinned LIDs and QoS must stand as they are;
+    otherwise OpenSM restarts and reprograms everything, which is also what repairs drift."""
+    q = plan["qos"]
+    return (plan["drift"] is None and (d.dir / "last-applied.sha256").exists() and inputs["lfts"] is not None
+            and q["desired_conf"] == current_conf and not q["ports_differing"] and plan["guid2lid"] == inputs["guid2lid"])
+
+
+@dataclass
+class Change:
+    """What an apply writes to the target's input files and must then read back."""
+
+    files: dict[str, str | None]  # input files by role ("lfts", "conf", "guid2lid")
+    lfts: str  # the tables the fabric must hold afterwards (OpenSM's dump format)
+    qos_intent: dict | None  # QoS the ports must hold afterwards; None: not read back
+    subnet: object  # the subnet the QoS is read over
+    entries: int
+    switches: int
+    restore_conf: str | None  # the options a restore writes back
+    in_service: list[int] | None = None  # GUIDs of the switches that must answer (None: all)
+    reload: bool = False  # only the LFT file changes: OpenSM re-reads it (SIGHUP) instead of restarting
+    touched: Entries | None = None  # with reload: the entries that change, the only ones read back
+    tables: Tables | None = None  # with touched: what they must hold
+
+
+def _push_verified(d: Target, change: Change, previous: dict[str, str | None], record: dict, timeout: float,
+                   progress, phases: dict, texts: dict[str, str | None]) -> ApplyResult:
+    """Write, push, read back, verify (`journalled`: on any failure the previous inputs are
+    restored and verified).  The caller holds the fabric lock."""
+    def work(journal: Journal) -> ApplyResult:
+        conf_changes = change.files.get("conf", previous.get("conf")) != previous.get("conf")
+        progress(f"writing {change.entries} changed entries{' and the QoS options' if conf_changes else ''}")
+        try:
+            d.write_inputs(change.files)
+        except OSError as exc:
+            journal.clear()
+            raise nothing_written(d, exc) from None
+        journal.mark("written")
+        if change.reload:
+            progress("pushing: OpenSM re-reads its tables and sends the blocks that changed")
+            engine = timed(phases, "push", d.reload, timeout)
+        else:
+            progress("pushing: " + ("OpenSM restarts on the new inputs and programs every switch and port" if d.kind == "sim"
+                                    else "the master's OpenSM restarts on its inputs (standbys hold the same files)"))
+            engine = timed(phases, "push", d.push, timeout)
+        if engine != "file":
+            raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")
+        journal.mark("reloaded")
+        progress("reading back and verifying")
+        if change.touched is not None:
+            back = timed(phases, "read back", read_blocks, d, change.subnet, blocks_of(change.touched))
+            wrong, live_sha = block_mismatch(change.tables, change.touched, back), digest_tables(change.tables)
+        else:
+            back = timed(phases, "read back", d.read_lfts, _expect(change.in_service))
+            wrong, live_sha = mismatch(back, change.lfts, _only(change.in_service)), digest_live(back)
+        if wrong:
+            raise TargetError(f"read-back differs from the plan: {wrong}")
+        qos_back = None
+        if change.qos_intent is not None:
+            qos_back = timed(phases, "read back QoS", d.read_qos, change.subnet)
+            bad = mismatches(qos_back, change.qos_intent)
+            if bad:
+                raise TargetError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
+        standbys = timed(phases, "verify standbys", d.standby_drift, {**previous, **change.files})
+        if standbys:
+            raise TargetError(f"a standby does not hold the applied files: {standbys[0]}")
+        d.health()  # OpenSM must still run once verified, not only while it was read
+        journal.mark("verified", live_sha256=live_sha, qos_sha256=digest(qos_back) if qos_back else None)
+        _finish(d, journal.load(), journal)
+        ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
+        return ApplyResult(True, f"applied and verified: {change.entries} entries on {change.switches} switches{ports}",
+                           phases, change.entries)
+
+    record = {**record, "in_service": change.in_service, "restore_conf": change.restore_conf}
+    texts = {**texts, **{f"previous_{k}": v for k, v in previous.items()}}
+    return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases, texts)
+
+
+def _expect(in_service: list[int] | None) -> int | None:
+    return None if in_service is None else len(in_service)
+
+
+def _only(in_service: list[int] | None) -> set[int] | None:
+    return None if in_service is None else set(in_service)
+
+
+def _remember_key(d: Target, plan: dict) -> None:
+    """A plan with nothing to change: when what loom applied last is its desired tables, they
+    are the routing of its model too (the next plan of the same model takes them as they are)."""
+    last = d.dir / "last-applied.sha256"
+    if plan.get("routing_key") and last.exists() and last.read_text().strip() == plan["desired_sha256"]:
+        write_all_atomic({d.dir / "last-applied.key": plan["routing_key"] + "\n"})
+
+
+def _finish(d: Target, j: dict, journal: Journal) -> None:
+    """Record what is now live as loom's (its digest and the tables, the next plan's routing
+    hint), then drop the journal."""
+    write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
+                      d.dir / "last-applied.key": (j["routing_key"] + "\n") if j.get("routing_key") else None,
+                      d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
+                      d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None})
+    journal.clear()
+
+
+def _kept(journal: Journal, j: dict, name: str) -> str | None:
+    """A text the journal kept: beside it, or packed into the record by an earlier Loom
+    (an apply that died mid-way under an older version is still finished or restored)."""
+    if "texts" in j:
+        return journal.text(j, name)
+    packed = {"desired_lfts": j.get("desired_lfts"), "previous_live": j.get("previous_live"),
+              **{f"previous_{k}": v for k, v in (j.get("previous_files") or {}).items()}}.get(name)
+    return unpack(packed) if packed else None
+
+
+def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
+    """Put back the inputs saved in the journal, push them and verify routing and QoS.
+    The journal is cleared only once the inputs are back (a failed write keeps it for the next try)."""
+    journal = Journal(d.dir)
+    files = {k: _kept(journal, j, f"previous_{k}") for k in ("lfts", "conf", "guid2lid")}
+    try:
+        d.write_inputs({"lfts": files["lfts"], "conf": j["restore_conf"], "guid2lid": files["guid2lid"]})
+    except (OSError, TargetError) as exc:
+        return False, (f"RESTORE FAILED: cannot write {d.where()} ({getattr(exc, 'strerror', None) or exc}); the journal "
+                       "is kept and the next loom command on this fabric retries the restore")
+    if d.fabric_down():
+        journal.clear()
+        return True, "previous input files restored; the fabric is down (`loom sim up` loads them, checked)"
+    try:
+        engine = d.push(timeout)
+        back = d.read_lfts(_expect(j.get("in_service")))
+        target = files["lfts"] if files["lfts"] is not None else _kept(journal, j, "previous_live")
+        wrong = (mismatch(back, target, _only(j.get("in_service"))) if engine == "file" or files["lfts"] is None
+                 else f"OpenSM fell back to {engine}")
+        intent = conf_intent(j["restore_conf"])
+        if not wrong and intent is not None:
+            bad = mismatches(d.read_qos(_as_it_stands(j)), intent)
+            wrong = f"QoS differs on {len(bad)} ports, e.g. {bad[0]}" if bad else None
+    except TargetError as exc:
+        journal.clear()
+        return False, f"RESTORE FAILED ({exc}): the previous inputs are in place; run `loom sim up` then `loom plan`"
+    journal.clear()
+    if wrong:
+        return False, f"RESTORE FAILED: read-back differs from the previous state ({wrong}); run `loom plan` to see it"
+    return True, "previous tables restored and verified (routing" + (" and QoS)" if intent is not None else ")")
+
+
+def _as_it_stands(j: dict):
+    """The subnet a journal's apply was made for: the model's, without the cables a watcher
+    found down (directed routes must not cross them)."""
+    fabric = load_fabric(j["model"])
+    down = j.get("cables_down")
+    return subnet(without(fabric, parse_failures(fabric, down)) if down else fabric, 0)
+
+
+#: how an InfiniBand apply that died is finished or undone (`loom.push.engine.recover`)
+RESOLVER = Resolver(finish=_finish, restore=_restore)
+
+
+def recover(d: Target, timeout: float = 180, progress: Callable[[str], None] = quiet) -> str | None:
+    """Resolve an interrupted apply on `d` (the caller holds the fabric lock)."""
+    return engine.recover(d, RESOLVER, timeout, progress)
+
+
+def settle(d: Target, progress: Callable[[str], None] = quiet, timeout: float = 180) -> str | None:
+    """Resolve an interrupted apply on `d` under the lock, for commands that only read (plan)."""
+    return engine.settle(d, RESOLVER, progress, timeout)

@@ -1,0 +1,216 @@
+"""The InfiniBand backend (`loom.fabrics.backend.Backend`): OpenSM subnet managers — the
+simulated fabric (ibsim + OpenSM) or real ones over SSH — fed static LFTs, pinned LIDs and
+Loom's QoS options, checked, pushed and read back."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+from loom.expand import Fabric
+from loom.fabrics.backend import Ui, Unsupported
+
+
+class InfiniBand:
+    technology = "infiniband"
+    plan_label = "read live + route + check + diff"
+
+    # ---------------------------------------------------------------- the simulated fabric
+    def sim_up(self, model: Path, fabric: Fabric, ui: Ui) -> None:
+        """ibsim with the fabric and OpenSM on its SM node, up to SUBNET UP (idempotent), under
+        the fabric lock; an interrupted apply is resolved first and only checked tables load."""
+        from loom.push import audit
+        from loom.push.engine import take_lock
+        from loom.push.errors import PlanError
+        from loom.qos import plan_qos
+        from loom.qos.render import opensm_qos_conf
+        from loom.render.opensm import guid2lid
+        from loom.routing import route
+
+        from .apply import recover
+        from .checked import check_input_file
+        from .daemon import Daemons
+        from .target import SimTarget
+
+        tables = ui.phase("route", route, fabric, "fattree")[0]
+        d = Daemons.of(fabric.name)
+        qos = plan_qos(fabric.model)
+        conf = opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n"
+        lock = take_lock(d, "sim up", ui.progress, fabric=fabric.name)
+        try:
+            recover(SimTarget(d), progress=ui.progress)
+            if not d.up_and_running() and d.lfts_file.exists():
+                failed = check_input_file(fabric, d.lfts_file.read_text())
+                if failed:
+                    rejected = d.lfts_file.with_name("lfts.dump.rejected")
+                    d.lfts_file.replace(rejected)
+                    ui.progress(f"the tables OpenSM would load fail {failed[0]}: moved to {rejected}; OpenSM starts "
+                                "with its own routing — run `loom plan` and `loom apply`")
+            what = ui.phase("sim up", d.start, fabric, guid2lid(tables), conf)
+            audit.record(d.dir, "sim up", outcome=what, fabric=fabric.name)
+        except OSError as exc:
+            raise PlanError(f"cannot write the state of {fabric.name} in {d.dir}: {exc.strerror}") from None
+        finally:
+            lock.release()
+        s = d.status()
+        ui.out.print(f"{fabric.name}: {what} — ibsim pid {s['ibsim']['pid']}, OpenSM pid {s['opensm']['pid']} on "
+                     f"{s['opensm']['sm_host']}, routing {s['routing_engine']}; state in {d.dir}", highlight=False)
+
+    def sim_down(self, fabric: Fabric, force: bool, ui: Ui) -> None:
+        from loom.push import audit
+        from loom.push.engine import lock_for_down
+
+        from .apply import RESOLVER
+        from .daemon import Daemons
+        from .target import SimTarget
+
+        d = Daemons.of(fabric.name)
+        lock = lock_for_down(SimTarget(d), RESOLVER, force, ui.progress)
+        try:
+            stopped = d.stop()
+            audit.record(d.dir, "sim down" if lock else "sim down forced", stopped=stopped)
+        finally:
+            if lock:
+                lock.release()
+        ui.out.print(f"stopped {', '.join(stopped)}" if stopped else "nothing was running", highlight=False)
+
+    def sim_status(self, fabric: Fabric, as_json: bool, ui: Ui) -> bool:
+        from loom.push.journal import Journal
+        from loom.push.links import links_down
+        from loom.push.lock import is_free
+
+        from .daemon import Daemons
+
+        d = Daemons.of(fabric.name)
+        s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
+             "links_down": links_down(d.dir)}
+        if as_json:
+            sys.stdout.write(json.dumps(s, indent=2) + "\n")
+        else:
+            def daemon(name: str) -> str:
+                return f"running (pid {s[name]['pid']})" if s[name]["running"] else "down"
+
+            ui.out.print(f"ibsim: {daemon('ibsim')}  OpenSM: {daemon('opensm')}  "
+                         f"subnet up: {'yes' if s['subnet_up'] else 'no'}  sweeps: {s['sweeps']}  "
+                         f"engine: {s['routing_engine']}  lock: {'free' if s['lock_free'] else 'held'}"
+                         + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
+                         + ("  [yellow]an interrupted apply awaits recovery (any loom command resolves it)[/yellow]"
+                            if s["interrupted_apply"] else ""), highlight=False)
+        return s["subnet_up"]
+
+    def link_event(self, model: Path, fabric: Fabric, cables: list[int], up: bool, ui: Ui) -> list[str]:
+        """Pull or put back cables in ibsim (no fabric lock: the physical world changing); the
+        cable IDs that changed, audited."""
+        from loom.push.links import audit_link_event
+
+        from .daemon import Daemons
+        from .links import set_links
+
+        d = Daemons.of(fabric.name)
+        if d.fabric_down():
+            raise Unsupported(f"the simulated fabric of {fabric.name} is not running; `loom sim up {model}` starts it", 1)
+        return audit_link_event(d.dir, up, set_links(d.dir, fabric, cables, up))
+
+    # ---------------------------------------------------------------- route and check
+    def route_files(self, fabric: Fabric, tables) -> dict[str, str]:
+        """What `loom route` writes beside each plane's tables: the fabric as it stands in the
+        ibnetdiscover/ibsim format, and OpenSM's QoS policy when cross-zone traffic needs its own VLs."""
+        from loom.qos.render import opensm_qos_policy
+        from loom.render.ibsim import ibsim_net
+
+        files = {"topology.net": ibsim_net(fabric, tables.subnet.plane)}
+        qos = self.qos(fabric)
+        policy = opensm_qos_policy(fabric, qos, tables.subnet.plane) if qos else None
+        if policy:
+            files["qos-policy.conf"] = policy
+        return files
+
+    def qos(self, fabric: Fabric):
+        from loom.qos import plan_qos
+
+        return plan_qos(fabric.model)
+
+    def check_extra(self, fabric: Fabric) -> dict:
+        return {}
+
+    def print_check(self, ui: Ui, name: str, planes: list[dict], cabling: dict) -> None:
+        from loom.render.check_report import print_check
+
+        for p in planes:
+            print_check(ui.out, name, p)
+
+    # ---------------------------------------------------------------- plan and apply
+    def target(self, fabric: Fabric, kind: str, inventory: Path | None, ssh_config: Path | None):
+        from .targets import target_named
+
+        return target_named(fabric, kind, inventory, ssh_config)
+
+    def prepare_plan(self, model: Path, fabric: Fabric, ui: Ui) -> Fabric:
+        """Route first: a fabric no engine can route is refused before the target is touched."""
+        from loom.routing import route
+
+        ui.phase("route", route, fabric, "fattree")
+        return fabric
+
+    def make_plan(self, model: Path, fabric: Fabric, target) -> dict:
+        from .plan import make_plan
+
+        return make_plan(model, fabric, target)
+
+    def has_changes(self, plan: dict) -> bool:
+        from .plan import has_changes
+
+        return has_changes(plan)
+
+    def print_plan(self, ui: Ui, plan: dict, saved: Path) -> None:
+        from loom.render.plan_report import print_lft_plan
+
+        print_lft_plan(ui.out, plan, saved, self.has_changes(plan))
+
+    def check_shape(self, plan: dict, path: Path) -> None:
+        from .plan import check_shape
+
+        check_shape(plan, path)
+
+    def settle(self, target, progress: Callable[[str], None]) -> str | None:
+        from .apply import settle
+
+        return settle(target, progress)
+
+    def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool):
+        from .apply import apply_plan
+
+        return apply_plan(plan, plan_path, progress=progress, keep_live=keep_live)
+
+    # ---------------------------------------------------------------- InfiniBand only
+    def watcher(self, model: Path, fabric: Fabric, target, hold_down: float, log: Callable):
+        from .watch import Watcher
+
+        return Watcher(model, fabric, target, hold_down=hold_down, log=log)
+
+    def require_discovery(self, model: Path, fabric: Fabric) -> None:
+        pass  # ibnetdiscover reads every InfiniBand fabric
+
+    def discover_text(self, fabric: Fabric, target) -> tuple[str, str]:
+        """`ibnetdiscover` run where the target's master port is."""
+        return target.run(["ibnetdiscover"]), f"ibnetdiscover on {target.where()}"
+
+    def opensm_recompute(self, fabric: Fabric, failure, design, engines: list[str], ui: Ui) -> dict:
+        from loom.expand.failures import without
+
+        from .recompute import opensm_recompute
+        from .sim import tools_missing
+
+        if tools_missing():
+            raise Unsupported(f"--vs-opensm needs an InfiniBand fabric and the simulator ({', '.join(tools_missing())})")
+        return {e: ui.phase(f"opensm -R {e}, intact and failed", opensm_recompute, fabric, without(fabric, failure),
+                            design[0], e) for e in engines}
+
+    def configs_allowed(self, model: Path, fabric: Fabric) -> None:
+        raise Unsupported(f"{model} is {fabric.technology}: switch configs are for Ethernet planes "
+                          "(InfiniBand gets `loom route`)", 1)
+
+
+BACKEND = InfiniBand()

@@ -1,0 +1,94 @@
+"""A plan is checked, not trusted: before anything is written to a target, `check_plan` proves
+the plan file is the one `loom plan` made (its own digest and the digest of its tables), that
+the model it names is unchanged, and re-runs every check (`loom.checks.check_tables`:
+reachability and forwarding loops, deadlock freedom per VL, balance, QoS) on the very tables
+it is about to push.  The first failing check is the refusal's reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from loom.checks import check_tables
+from loom.expand import Fabric
+from loom.qos import plan_qos
+from loom.render.opensm import DumpMismatch, guid2lid, lfts_dump, match_dump, parse_lfts_dump, tables_from_dump
+from loom.routing import subnet
+from loom.routing.base import Tables
+
+from loom.push.errors import PlanError
+from loom.push.planfile import check_signed, checked_model
+from loom.push.packing import digest_live, rows_text
+from .qos_conf import conf_intent, desired_conf
+
+REQUIRED = ("version", "fabric", "model", "model_sha256", "state_dir", "live_sha256", "desired_sha256", "qos", "changes",
+            "desired_lfts", "previous_lfts", "guid2lid", "plan_sha256")
+
+
+def failing_checks(verdict: dict) -> list[str]:
+    """The checks a `check_tables` verdict fails, in the order they are reported, with the first
+    example of each."""
+    r, q = verdict["reachability"], verdict["qos"]
+    failed = []
+    if not verdict["reachable"]:
+        failed.append(f"reachability ({r['unreachable_pairs']} unreachable, {r['loop_pairs']} looping pairs"
+                      + (f"; e.g. {r['examples'][0]}" if r["examples"] else "") + ")")
+    if not verdict["deadlock_free"]:
+        cycle = verdict["cycle"] or []
+        failed.append("deadlock freedom (credit loop" + (f": {' → '.join(map(str, cycle[:4]))} ..." if cycle else "") + ")")
+    if not verdict["balance"]["within_bound"]:
+        b = verdict["balance"]
+        failed.append(f"balance ({b['max_dest_per_up_port']} destinations per up-port, bound {b['lower_bound']})")
+    if q is not None and not q["ok"]:
+        failed.append("QoS (" + "; ".join(q["problems"][:2] or ["a VL has a credit loop"]) + ")")
+    return failed
+
+
+@dataclass
+class CheckedPlan:
+    fabric: Fabric
+    tables: Tables
+    desired_lfts: str  # OpenSM's file, written from the checked tables (portguid comments and all)
+    qos_intent: dict | None
+    previous_lfts: str  # the live tables the plan was made against, as dump text
+
+
+def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
+    """Raise PlanError with the first reason not to push this plan; else its checked contents."""
+    check_signed(plan, REQUIRED, where)
+    want = rows_text(plan["desired_lfts"], where, "desired_lfts")
+    previous = rows_text(plan["previous_lfts"], where, "previous_lfts")
+    if digest_live(want) != plan["desired_sha256"]:
+        raise PlanError(f"{where}: desired_lfts do not match desired_sha256 (the tables were edited); run `loom plan` again")
+    model = Path(plan["model"])
+    fabric = checked_model(plan, where)
+    try:
+        tables = _tables_of(fabric, want, "plan")
+    except DumpMismatch as exc:
+        raise PlanError(f"{where}: desired_lfts do not fit the fabric of {model} ({exc}); run `loom plan` again") from None
+    qos = plan_qos(fabric.model)
+    failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
+    if failed:
+        raise PlanError(f"{where} fails {failed[0]}: refusing to push it; run `loom check {model}` and `loom plan` again")
+    if plan["guid2lid"] != guid2lid(tables):
+        raise PlanError(f"{where}: guid2lid does not match the fabric's LIDs; run `loom plan` again")
+    conf = desired_conf(fabric.name, qos, plan["qos"].get("previous_conf", ""))
+    if plan["qos"].get("desired_conf") != conf:
+        raise PlanError(f"{where}: its QoS options differ from what {model} gives; run `loom plan` again")
+    return CheckedPlan(fabric, tables, lfts_dump(tables), conf_intent(conf), previous)
+
+
+def check_input_file(fabric: Fabric, text: str) -> list[str]:
+    """Failing checks of an OpenSM input file found on disk (start-up after a crash)."""
+    try:
+        tables = _tables_of(fabric, text, "input file")
+    except DumpMismatch as exc:
+        return [f"fit to the model ({exc})"]
+    return failing_checks(check_tables(tables, ebb_samples=0, qos=plan_qos(fabric.model)))
+
+
+def _tables_of(fabric: Fabric, text: str, engine: str) -> Tables:
+    """Tables of a dump that must be this fabric's (its switches and LIDs), else DumpMismatch."""
+    sn = subnet(fabric, 0)
+    match_dump(sn, parse_lfts_dump(text), text)
+    return tables_from_dump(sn, text, engine)

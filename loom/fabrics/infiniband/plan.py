@@ -1,0 +1,251 @@
+"""Plan, Terraform-style, with the fabric itself as the state.
+
+`make_plan` routes and checks the model, reads the live LFTs back from the running fabric
+(`dump_fts`) and records what would change; the plan carries the desired tables, the live
+tables it was computed against (for rollback), their digests and a digest of the whole plan
+(`plan_sha256`), which `loom apply` verifies before it re-checks the tables (`checked.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from loom.checks import Walk, check_balance, check_tables
+from loom.expand import Fabric
+from loom.qos import plan_qos
+from loom.render.opensm import guid2lid, tables_from_dump
+from loom.routing import route, subnet
+from loom.routing.base import Tables
+
+from .checked import failing_checks
+from loom.push.errors import PlanError, TargetError
+from loom.push.planfile import content_digest, plan_header
+from loom.push.packing import digest_live, digest_tables, table_rows
+from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
+from .qos_readback import digest, mismatches
+from .target import Target
+
+FIXPOINT_ROUNDS = 8
+
+
+def diff_tables(live: Tables, want: Tables) -> dict:
+    """Entries that differ, per switch and in total, and the destinations whose routes move."""
+    import numpy as np
+
+    sn = want.subnet
+    changed = live.lft != want.lft
+    per_switch = {sn.name(r): int(n) for r, n in enumerate(changed.sum(axis=1)) if n}
+    moved = np.flatnonzero(changed.any(axis=0))
+    return {
+        "switches_touched": len(per_switch),
+        "entries_changed": int(changed.sum()),
+        "per_switch": per_switch,
+        "destinations_moved": [{"lid": int(l), "name": sn.lid_name(int(l))} for l in moved],
+    }
+
+
+def balance_summary(t: Tables) -> dict:
+    b = check_balance(Walk(t))
+    return {"max_dest_per_up_port": b.max_dest_per_up_port, "lower_bound": b.lower_bound,
+            "storage": b.per_role.get("storage", {}).get("max_dest_per_up_port"), "within_bound": b.within_bound}
+
+
+def settled_route(fabric: Fabric, live: Tables) -> Tables:
+    """Route keeping live choices, then route again with the result as the hint until nothing
+    moves: sticky routing is not idempotent in one step (a fabric far from the model needed up
+    to four applies), and a plan must reach the state the next plan keeps, so one apply converges."""
+    tables = route(fabric, hint=[live])[0]
+    for _ in range(FIXPOINT_ROUNDS):
+        again = route(fabric, hint=[tables])[0]
+        if (again.lft == tables.lft).all():
+            break
+        tables = again
+    return tables
+
+
+def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
+    """Read the live tables through the target, route the model keeping live routes where
+    balance allows, check the result, and describe the difference (standbys included)."""
+    model_path = Path(model_path).resolve()
+    what = "the simulated fabric" if target.kind == "sim" else f"the subnet manager ({target.where()})"
+    try:
+        target.health()
+    except TargetError as exc:
+        raise PlanError(f"{what} of {fabric.name} is not up: {exc}") from None
+    if not target.ready():
+        raise PlanError(f"{what} of {fabric.name} is not up" +
+                        (f"; run `loom sim up {model_path}`" if target.kind == "sim" else " (no SUBNET UP in OpenSM's log)"))
+    if not target.cabled_as(fabric):
+        raise PlanError(f"the fabric is cabled differently from {model_path}: re-cable first (`loom cabling diff` "
+                        f"lists the moves; `loom sim up {model_path}` re-cables the simulation)")
+    down = target.dir / "watch.down.json"
+    if down.exists():
+        raise PlanError(f"`loom watch` routes {fabric.name} around cables that are down ({down.read_text().strip()}): "
+                        "a plan of the intact model would route over them; plan once they are back (the watcher "
+                        "returns to the design tables), or `loom whatif` to see the reroute")
+    live_text = target.read_lfts()
+    live_sha = digest_live(live_text)
+    sn = subnet(fabric, 0)
+    live = tables_from_dump(sn, live_text, "live")
+    inputs = target.read_inputs()
+    qos = plan_qos(fabric.model)
+    # the QoS read-back waits on the fabric (seconds of SMPs), routing and checks on the CPU: both at once
+    with ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
+        key = routing_key(fabric)
+        last = _last_applied(target, fabric)
+        tables = last if last is not None and _key_of_last(target) == key else settled_route(fabric, last or live)
+        failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
+        if failed:
+            raise PlanError(f"the routing for {fabric.name} fails {failed[0]}; run `loom check {model_path}` for details")
+        balance = {"balance_before": balance_summary(live)}
+        balance["balance_after"] = balance["balance_before"] if (live.lft == tables.lft).all() else balance_summary(tables)
+        qos_part = reading.result()
+    drift = []
+    last_sha = target.dir / "last-applied.sha256"
+    if last_sha.exists() and last_sha.read_text().strip() != live_sha:
+        drift.append("live forwarding tables differ from what loom applied last (changed outside loom)")
+    if qos_part["drift"]:
+        drift.append(qos_part["drift"])
+    standbys = target.standby_drift(inputs)
+    if standbys:
+        drift.append(f"{len(standbys)} standby subnet manager(s) hold other input files than the master "
+                     f"(a failover would serve other tables): {standbys[0]}")
+    plan = {
+        **plan_header(model_path, fabric, target),
+        "live_sha256": live_sha,
+        "desired_sha256": digest_tables(tables),
+        "routing_key": key,
+        "drift": "; ".join(drift) or None,
+        "qos": qos_part,
+        "changes": diff_tables(live, tables),
+        "standbys_differing": standbys,
+        **balance,
+        "desired_lfts": table_rows(tables),
+        "previous_lfts": table_rows(live),
+        "guid2lid": guid2lid(tables),
+    }
+    return {**plan, "plan_sha256": content_digest(plan)}
+
+
+def routing_key(fabric: Fabric) -> str:
+    """A digest of everything routing reads — the model's settings, every switch, port and cable
+    as expanded (lock file and catalogue included) — and of loom's version."""
+    import loom
+
+    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json()}\n".encode())
+    h.update(json.dumps([(s.name, s.guid, s.lid, s.ports, s.role, s.zone, s.plane) for s in fabric.switches]).encode())
+    h.update(json.dumps([(p.ca, p.port, p.guid, p.lid, p.plane, p.zone) for p in fabric.ports]).encode())
+    c = fabric.cables
+    for a in (c.a_kind, c.a_dev, c.a_port, c.b_kind, c.b_dev, c.b_port, c.kind, c.plane, c.speed_gbps):
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _key_of_last(target: Target) -> str | None:
+    """The routing key of the model whose plan loom applied last (`last-applied.key`; a
+    watcher's apply leaves none).  Equal to the model's now: routing it again from those tables
+    gives those tables (a plan's routing is a fixpoint), so the plan takes them as they are."""
+    path = target.dir / "last-applied.key"
+    return path.read_text().strip() if path.exists() else None
+
+
+def _last_applied(target: Target, fabric: Fabric) -> Tables | None:
+    """The tables loom applied last (`last-applied.lfts`, when its digest is the recorded one).
+    Routing keeps *these* choices, not the live ones: a hand edit on a switch or in OpenSM's
+    input file is drift to undo (the model wins), not a choice to keep."""
+    last, copy = target.dir / "last-applied.sha256", target.dir / "last-applied.lfts"
+    if not (last.exists() and copy.exists()):
+        return None
+    text = copy.read_text()
+    if digest_live(text) != last.read_text().strip():
+        return None
+    return tables_from_dump(subnet(fabric, 0), text, "last applied")
+
+
+def _plan_qos(fabric: Fabric, sn, qos, target: Target, conf: str | None) -> dict:
+    """Desired OpenSM QoS options, and what the ports hold now (read back when QoS is or was on)."""
+    previous = conf if conf is not None else UNMANAGED
+    desired = desired_conf(fabric.name, qos, previous)
+    part = {"desired_conf": desired, "previous_conf": previous, "intent": conf_intent(desired), "live_sha256": None,
+            "ports_differing": 0, "examples": [], "conf_changes": desired != previous, "drift": None}
+    if qos_on(desired) or qos_on(previous):
+        live = target.read_qos(sn)
+        part["live_sha256"] = digest(live)
+        bad = mismatches(live, part["intent"])
+        part["ports_differing"], part["examples"] = len(bad), bad[:5]
+        last = target.dir / "last-applied-qos.sha256"
+        if last.exists() and last.read_text().strip() != part["live_sha256"]:
+            part["drift"] = f"QoS tables differ from what loom applied last on {len(bad) or 'some'} ports (changed outside loom)"
+    return part
+
+
+def has_changes(plan: dict) -> bool:
+    q = plan["qos"]
+    return bool(plan["changes"]["entries_changed"] or q["conf_changes"] or q["ports_differing"]
+                or plan.get("standbys_differing"))
+
+
+class _Moved(BaseModel):
+    lid: int
+    name: str
+
+
+class _Changes(BaseModel):
+    entries_changed: int
+    switches_touched: int
+    per_switch: dict[str, int]
+    destinations_moved: list[_Moved]
+
+
+class _Qos(BaseModel):
+    intent: dict | None
+    conf_changes: bool
+    ports_differing: int
+    examples: list[str]
+
+
+class _Balance(BaseModel):
+    max_dest_per_up_port: int | None
+    lower_bound: int | None
+    storage: int | None
+
+
+class _Target(BaseModel):
+    kind: str
+
+
+class _Summary(BaseModel):
+    """The parts of a plan `loom show` prints (other keys are not shown, so not checked here)."""
+
+    fabric: str
+    model: str
+    created: str
+    user: str
+    target: _Target
+    drift: str | None
+    qos: _Qos
+    changes: _Changes
+    standbys_differing: list[str] = []
+    balance_before: _Balance
+    balance_after: _Balance
+
+
+def check_shape(plan: dict, path: Path) -> None:
+    """PlanError unless every field `loom show` prints has its shape."""
+    from pydantic import ValidationError
+
+    from loom.push.packing import rows_text
+
+    try:
+        _Summary.model_validate(plan)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise PlanError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}; make a new plan with `loom plan`") from None
+    for key in ("desired_lfts", "previous_lfts"):
+        rows_text(plan.get(key), str(path), key)

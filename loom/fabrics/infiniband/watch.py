@@ -1,0 +1,233 @@
+"""The watcher: follow the fabric, reroute around what fails, return to the design when it heals.
+
+    detect → discover → reroute (minimal churn) → check → apply (lock, journal, read-back) → log
+
+Detection: OpenSM resweeps as soon as a switch reports a link-state change (a trap), so a new
+`SUBNET UP` in its log is the cheapest signal there is; a discovery every `interval` seconds
+catches anything a trap missed (and is all there is where the log cannot be followed).
+After a trap, discovery asks only the switches that sent one for their ports' states
+(`loom.fabrics.infiniband.link_states`); otherwise — and whenever that cannot answer — it is `ibnetdiscover`
+through the target, compared with the model (`loom.checks.cabling`): the model cables found on
+neither end are down.
+
+What is applied is always computed from the design tables (the tables loom applied last on the
+intact fabric, else the model's routing), never from the previous reroute: the engine's `repair`
+for the cables down now, or the design itself when nothing is down.  A cable that comes back is
+treated as down until it has stayed up for `hold_down` seconds (a flapping link does not make
+the fabric reroute twice a second); a cable that goes down is acted on at once.
+
+Every event is logged (JSON lines, `watch.log` in the target's state directory) with the time
+from detection to verified tables and the entries changed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from loom.checks import check_tables
+from loom.checks.cabling import compare
+from loom.expand import Fabric
+from loom.expand.failures import FailureSet, without
+from loom.expand.live import parse_ibnetdiscover
+from loom.qos import plan_qos
+from loom.render.opensm import tables_from_dump
+from loom.routing import Tables, get_engine, route, subnet
+from loom.routing.asbuilt import unsettled
+
+from .apply import apply_tables
+from .checked import failing_checks
+from loom.push.errors import TargetError
+from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
+from loom.push.packing import digest_live, digest_tables
+from .target import Target
+
+
+@dataclass
+class Event:
+    kind: str  # down | up | refused | failed
+    cables_down: list[str]  # cables the applied tables route around (after the event)
+    changed: list[str]  # cables that went down or came back
+    detected: str  # wall-clock time the change was noticed
+    seconds: dict[str, float] = field(default_factory=dict)  # discover, reroute, check, apply, total
+    entries: int = 0
+    ok: bool = True
+    message: str = ""
+
+    def line(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+class Watcher:
+    def __init__(self, model: Path, fabric: Fabric, target: Target, engine: str = "fattree",
+                 hold_down: float = 10.0, log: Callable[[Event], None] = lambda e: None) -> None:
+        self.model, self.fabric, self.target = Path(model), fabric, target
+        self.engine = get_engine(engine)
+        self.hold_down = hold_down
+        self.log = log
+        self.qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
+        self.design = self._design()
+        self.down: frozenset[int] = frozenset()  # cables the tables in force route around
+        self.seen_down: frozenset[int] = frozenset()  # cables the last discovery found down
+        self.trapped: set[int] = set()  # switches (GUIDs) whose link-state traps are not yet looked at
+        # the tables this watcher verified last, or the design when it is what loom applied last (`_in_force`)
+        self.applied: Tables | None = self.design if self._is_last_applied(self.design) else None
+        # the design's failing checks once known: none if loom applied it last (every apply checks first)
+        self._design_failing: list[str] | None = [] if self.applied is not None else None
+        self.back_since: dict[int, float] = {}  # cable → when it was seen up again
+        self._log_offset = 0
+
+    def _design(self) -> Tables:
+        """The tables loom applied last (when they are the intact fabric's), else the model's."""
+        sn = subnet(self.fabric, 0)
+        last, copy = self.target.dir / "last-applied.sha256", self.target.dir / "last-applied.lfts"
+        if last.exists() and copy.exists() and digest_live(copy.read_text()) == last.read_text().strip() \
+                and not (self.target.dir / "watch.down.json").exists():
+            return tables_from_dump(sn, copy.read_text(), "design")
+        return route(self.fabric)[0]
+
+    # ------------------------------------------------------------------ detection
+    def sweeps_seen(self) -> bool:
+        """Has OpenSM finished a sweep since the last call (new `SUBNET UP` in its log) with a
+        link-state trap still to look at?  (The sweeps of the watcher's own applies have none.)
+        Only targets whose OpenSM log is local (`sweep_log()`) offer this; others rely on
+        `interval`."""
+        log = self.target.sweep_log() if hasattr(self.target, "sweep_log") else None
+        if log is None or not Path(log).exists():
+            return False
+        size = Path(log).stat().st_size
+        if size < self._log_offset:  # OpenSM restarted with a fresh log
+            self._log_offset = 0
+        with open(log, "rb") as f:
+            f.seek(self._log_offset)
+            new = f.read()
+        self._log_offset = size
+        self.trapped |= trapped_guids(new)
+        return b"SUBNET UP" in new and bool(self.trapped)
+
+    def cables_down(self) -> frozenset[int]:
+        """Model cables that are down: after traps, the last discovery updated with the states of
+        the trapping switches' ports; else (or if they cannot be read) a full discovery."""
+        trapped, self.trapped = self.trapped, set()
+        if trapped:
+            believed = subnet(without(self.fabric, FailureSet(self.seen_down, frozenset(), ())), 0)
+            try:
+                states = cable_states(self.target, self.fabric, believed, trapped)
+            except (KeyError, TargetError):
+                pass
+            else:
+                up = {c for c, (state, _) in states.items() if state == ACTIVE}
+                down = {c for c, (state, _) in states.items() if state == DOWN}
+                self.trapped |= {guid for state, guid in states.values() if state not in (ACTIVE, DOWN)}
+                self.seen_down = frozenset((self.seen_down - up) | down)
+                return self.seen_down
+        report = compare(self.fabric, parse_ibnetdiscover(self.target.run(["ibnetdiscover"]), "ibnetdiscover"))
+        self.seen_down = frozenset(f.cable for f in report.findings if f.kind == "missing" and f.cable is not None)
+        return self.seen_down
+
+    # ------------------------------------------------------------------ one step
+    def step(self, now: float | None = None) -> Event | None:
+        """Discover, and if the set of cables to route around changed, reroute and apply."""
+        now = time.monotonic() if now is None else now
+        detected = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        t0 = time.perf_counter()
+        found = self.cables_down()
+        seconds = {"discover": round(time.perf_counter() - t0, 3)}
+        for c in self.down - found:
+            self.back_since.setdefault(c, now)
+        for c in found:
+            self.back_since.pop(c, None)
+        held = {c for c, t in self.back_since.items() if now - t < self.hold_down}
+        self.back_since = {c: t for c, t in self.back_since.items() if c in held}
+        want = frozenset(found | held)
+        if want == self.down:
+            return None
+        changed = sorted(self.fabric.cable_id(c) for c in want ^ self.down)
+        kind = "down" if want - self.down else "up"
+        t1 = time.perf_counter()
+        tables = self._reroute(want)
+        seconds["reroute"] = round(time.perf_counter() - t1, 3)
+        t2 = time.perf_counter()
+        checked = self._in_force()
+        failed = self._failing(tables, checked)
+        seconds["check"] = round(time.perf_counter() - t2, 3)
+        names = sorted(self.fabric.cable_id(c) for c in want)
+        if failed:
+            event = Event("refused", sorted(self.fabric.cable_id(c) for c in self.down), changed, detected, seconds,
+                          ok=False, message=f"the reroute fails {failed[0]}; the tables in force stay")
+        else:
+            t3 = time.perf_counter()
+            result = apply_tables(self.target, self.model, tables, "watch", previous=checked, cables_down=names)
+            seconds["apply"] = round(time.perf_counter() - t3, 3)
+            if result.ok:
+                self.down, self.applied = want, tables
+                self._record_down()
+            event = Event(kind if result.ok else "failed", sorted(self.fabric.cable_id(c) for c in self.down), changed,
+                          detected, seconds, result.entries_changed, result.ok, result.message)
+        event.seconds["total"] = round(time.perf_counter() - t0, 3)
+        self._write(event)
+        return event
+
+    def _failing(self, tables: Tables, checked: Tables | None) -> list[str]:
+        """The checks `tables` fail.  Balance is re-judged only where the tables in force
+        (`checked`, which passed) could change; the design's verdict is kept once known."""
+        if tables is self.design and self._design_failing is not None:
+            return self._design_failing
+        only = unsettled(checked, tables) if checked is not None else None
+        failed = failing_checks(check_tables(tables, ebb_samples=0, qos=self.qos, balance_only=only))
+        if tables is self.design and only is None:
+            self._design_failing = failed
+        return failed
+
+    def _reroute(self, down: frozenset[int]) -> Tables:
+        if not down:
+            return self.design
+        failed = without(self.fabric, FailureSet(down, frozenset(), ()))
+        return self.engine.repair(subnet(failed, 0), self.design)
+
+    def _in_force(self) -> Tables | None:
+        """The tables this watcher applied last, if they are still what loom last applied (nobody
+        applied since: `last-applied.sha256` is their digest): the apply then need not read every
+        table to know what changes.  None makes it read them."""
+        return self.applied if self.applied is not None and self._is_last_applied(self.applied) else None
+
+    def _is_last_applied(self, tables: Tables) -> bool:
+        last = self.target.dir / "last-applied.sha256"
+        return last.exists() and last.read_text().strip() == digest_tables(tables)
+
+    def _record_down(self) -> None:
+        """What the applied tables route around, beside the target's state (a human's next plan
+        must know the fabric is degraded; `loom sim status` shows it)."""
+        from loom.push.files import write_atomic
+
+        path = self.target.dir / "watch.down.json"
+        if self.down:
+            write_atomic(path, json.dumps({"down": sorted(self.fabric.cable_id(c) for c in self.down)}) + "\n")
+        else:
+            path.unlink(missing_ok=True)
+
+    def _write(self, event: Event) -> None:
+        with open(self.target.dir / "watch.log", "a") as f:
+            f.write(event.line() + "\n")
+        self.log(event)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, interval: float = 5.0, poll: float = 0.1, until: Callable[[], bool] = lambda: False,
+            ready: Callable[[], None] = lambda: None) -> None:
+        """Step at once (then call `ready`: the watcher is live), then on every finished OpenSM
+        sweep and at least every `interval` seconds (and while a recovery is held down, when its
+        hold-down ends)."""
+        self.sweeps_seen()
+        self.step()
+        ready()
+        last = time.monotonic()
+        while not until():
+            time.sleep(poll)
+            now = time.monotonic()
+            due = now - last >= interval or any(now - t >= self.hold_down for t in self.back_since.values())
+            if self.sweeps_seen() or due:
+                self.step(now)
+                last = time.monotonic()

@@ -1,0 +1,92 @@
+"""A plan file, whatever the technology: its version and header (fabric, model and its digest,
+when and by whom, the target), its own digest, and what apply proves of it before anything else
+(signed, made for this state directory, its model unchanged and valid).  The technology's
+backend checks and applies the rest (`loom.fabrics.<technology>.plan`/`apply`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+from loom.expand import Fabric, load_fabric
+from loom.model import ModelError
+
+from .audit import who
+from .errors import PlanError
+
+PLAN_VERSION = 3  # 3: tables as JSON rows (2 held gzip blobs)
+
+
+def plan_header(model_path: Path, fabric: Fabric, target) -> dict:
+    """What every plan starts with: its version, fabric, model (path and digest), when and by
+    whom it was made, and the target (with its state directory) it is for."""
+    return {"version": PLAN_VERSION, "fabric": fabric.name, "model": str(model_path),
+            "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "user": who()["user"], "state_dir": str(target.dir),
+            "target": target.spec()}
+
+
+def content_digest(plan: dict) -> str:
+    """Digest of a plan's content, `plan_sha256` itself left out (indentation does not matter)."""
+    body = {k: v for k, v in plan.items() if k != "plan_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def check_state_dir(plan: dict, where: str = "the plan", marker: str = "fabric.net") -> Path:
+    """The plan's state directory, if it is one loom made for the plan's fabric (a directory
+    named after it holding `marker`: `fabric.net` (`frr-lab.json` for an Ethernet fabric) written
+    by `loom sim up`, or the SSH target's `target.json` written by `loom plan`); apply writes its lock and journal there, so a plan
+    edited to name any other directory is refused before anything is written."""
+    raw = plan.get("state_dir")
+    d = Path(raw).resolve() if isinstance(raw, str) and raw and "\x00" not in raw else None
+    if d is None or d.name != plan.get("fabric") or not d.is_dir() or not (d / marker).is_file():
+        what = "the SSH target's state" if marker == "target.json" else "the simulated fabric"
+        raise PlanError(f"{where}: its state_dir {raw!r} is not {what} of {plan.get('fabric')!r} "
+                        f"(no {marker} written by loom there); run `loom plan` again")
+    return d
+
+
+def check_signed(plan: dict, required: tuple[str, ...], where: str) -> None:
+    """PlanError unless the plan has the `required` keys and its own digest matches its content."""
+    missing = [k for k in required if k not in plan]
+    if missing:
+        raise PlanError(f"{where} lacks {', '.join(missing)}: it was not made by this loom; run `loom plan` again")
+    if content_digest(plan) != plan["plan_sha256"]:
+        raise PlanError(f"{where} was modified after `loom plan` made it (plan_sha256 does not match its content); "
+                        "run `loom plan` again")
+
+
+def checked_model(plan: dict, where: str) -> Fabric:
+    """The plan's model, expanded, if it is unchanged since the plan (its digest) and still valid."""
+    model = Path(plan["model"])
+    try:
+        model_sha = hashlib.sha256(model.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise PlanError(f"{where}: cannot read its model {model}: {exc.strerror}; run `loom plan` again") from None
+    if model_sha != plan["model_sha256"]:
+        raise PlanError(f"{where}: the model {model} changed since the plan was made; run `loom plan {model}` again")
+    try:
+        return load_fabric(model)
+    except ModelError as exc:
+        raise PlanError(f"{where}: its model {model} is no longer valid ({exc}); run `loom validate {model}`") from None
+
+
+def read_plan(path: Path) -> dict:
+    """A plan file of either technology, read bounded (regular file, size cap, UTF-8:
+    `loom.model.reading`) and parsed; its shape is its backend's to check (`check_shape`), and
+    apply checks far more (each backend's `check_plan`)."""
+    from loom.model import ModelError
+    from loom.model.reading import read_text
+
+    try:
+        plan = json.loads(read_text(path, "plan", tables=True))
+    except ModelError as exc:
+        raise PlanError(f"{exc}; run `loom plan MODEL --out {path}`") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise PlanError(f"cannot read plan {path}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')}); "
+                        f"run `loom plan MODEL --out {path}`") from None
+    if not isinstance(plan, dict) or plan.get("version") != PLAN_VERSION:
+        raise PlanError(f"{path} is not a loom plan of version {PLAN_VERSION}; make a new one with `loom plan`")
+    return plan
