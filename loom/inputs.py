@@ -98,17 +98,6 @@ def read_topology_file(path: Path) -> str:
     return _text(path, "topology file", tables=True)
 
 
-# ----------------------------------------------------------------------------- host facts
-
-def read_fact_files(directory: Path, names: dict[str, str]) -> dict[str, str]:
-    """The fact files of a host (bounded, regular, UTF-8), by key."""
-    missing = [f for f in names.values() if not (directory / f).exists()]
-    if missing:
-        raise InputError(f"{directory}: missing fact files {', '.join(missing)} (gather them with "
-                         "`nvidia-smi topo -m`, `lspci -vvv`, `numactl -H`)")
-    return {k: _text(directory / f, "fact file") for k, f in names.items()}
-
-
 # --------------------------------------------------------------------------- git revisions
 
 _REV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./~^@{}-]{0,199}$")

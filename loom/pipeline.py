@@ -58,7 +58,7 @@ def plan(model: Path, fabric, target, progress: Callable[[str], None], phase: Ca
     backend and save it as the target's `last-plan.json` (what `loom apply --model` takes).
     The target is closed afterwards.  PlanError / TargetError when it cannot be made."""
     from loom.fabrics import backend_for
-    from loom.push.files import write_atomic
+    from loom.files import write_atomic
     from loom.push.packing import plan_json
 
     backend = backend_for(fabric)

@@ -14,7 +14,7 @@ from loom.model import load_model
 from loom.fabrics.infiniband.sim import SimFabric, ibdmchk, tools_missing
 from loom.model.rules import zone_layers
 from loom.qos import plan_qos
-from loom.qos.render import opensm_qos_policy
+from loom.render.opensm_qos import opensm_qos_policy
 from loom.render.opensm import guid2lid, ibdmchk_path_sls, ibdmchk_sl2vl, lfts_dump, parse_lfts_dump
 from loom.routing import route
 

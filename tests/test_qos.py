@@ -16,7 +16,7 @@ from loom.fabrics.infiniband.daemon import Daemons
 from loom.fabrics.infiniband.sim import tools_missing
 from loom.qos import plan_qos
 from loom.qos.lossless import lossless_plan
-from loom.qos.render import opensm_qos_conf
+from loom.render.opensm_qos import opensm_qos_conf
 from loom.render.sonic import SonicPort, qos_tables
 from loom.routing import route
 

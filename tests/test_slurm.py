@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from loom.checks.slurm import check_block_sizes, check_topology_yaml
 from loom.cli import app
 from loom.expand import load_fabric, lock_path
-from loom.render.hostlist import expand
+from loom.model.hostlist import expand
 from loom.render.slurm import slurm_topology, topology_conf, topology_yaml
 
 from . import slurmctld

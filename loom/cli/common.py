@@ -67,7 +67,7 @@ def print_model_error(path: Path, exc: ModelError) -> None:
 
 
 def write(path: Path, data: str | bytes) -> None:
-    from loom.push.files import write_atomic
+    from loom.files import write_atomic
 
     try:
         write_atomic(path, data)

@@ -64,7 +64,7 @@ def ranks_cmd(model: Path = typer.Argument(..., help="model file (YAML), e.g. to
     import numpy as np
 
     from loom.checks.congestion import collective_load
-    from loom.render.hostlist import HostlistError, expand
+    from loom.model.hostlist import HostlistError, expand
     from loom.render.ranks import RankError, endpoints, rank_files, rank_order, steps
 
     as_json = json_wanted(fmt, as_json)

@@ -33,14 +33,20 @@ class FactsError(Exception):
 
 
 def read_facts(directory: Path) -> dict[str, str]:
-    """The fact files, each bounded, regular and UTF-8 (`loom.inputs`)."""
-    from loom.inputs import InputError, read_fact_files
+    """The fact files, each bounded, regular and UTF-8 (`loom.model.reading`, as a model file)."""
+    from loom.model.errors import ModelError
+    from loom.model.reading import read_text
 
-    present = {k: f for k, f in FACT_FILES.items() if k not in OPTIONAL or (Path(directory) / f).exists()}
+    directory = Path(directory)
+    present = {k: f for k, f in FACT_FILES.items() if k not in OPTIONAL or (directory / f).exists()}
+    missing = [f for f in present.values() if not (directory / f).exists()]
+    if missing:
+        raise FactsError(f"{directory}: missing fact files {', '.join(missing)} (gather them with "
+                         "`nvidia-smi topo -m`, `lspci -vvv`, `numactl -H`)")
     try:
-        return read_fact_files(directory, present)
-    except InputError as exc:
-        raise FactsError(str(exc)) from None
+        return {k: read_text(directory / f, "fact file") for k, f in present.items()}
+    except ModelError as exc:
+        raise FactsError(exc.problems[0].render(exc.file)) from None
 
 
 def parse_facts(facts: dict[str, str]) -> tuple[dict, dict, dict]:

@@ -558,13 +558,13 @@ def addressing(model: Model) -> Iterator[Finding]:
 
 def slurm(model: Model) -> Iterator[Finding]:
     """`slurm:`: a role is scheduled one way only; block sizes follow Slurm's rule (each a power
-    of two times the one before: `loom.checks.slurm.check_block_sizes`, the one reading of it)."""
+    of two times the one before: `loom.model.blocks.check_block_sizes`, the one reading of it)."""
     both = sorted(set(model.slurm.roles) & set(model.slurm.own_switch))
     if both:
         yield Finding(("slurm", "own_switch"), f"role(s) {', '.join(both)} are in both slurm.roles and slurm.own_switch",
                       "list each role in one of them")
     if model.slurm.block_sizes:
-        from loom.checks.slurm import check_block_sizes  # here: loom.checks loads scipy, which most models never need
+        from loom.model.blocks import check_block_sizes
 
         for p in check_block_sizes(model.slurm.block_sizes):
             yield Finding(("slurm", "block_sizes"), p, "give the base block size first, then 2×, 4×, ... of it, e.g. [16, 32, 64]")

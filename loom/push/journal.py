@@ -19,7 +19,7 @@ import json
 import time
 from pathlib import Path
 
-from .files import write_all_atomic, write_atomic
+from loom.files import write_all_atomic, write_atomic
 
 PHASES = ("intent", "written", "reloaded", "verified")
 

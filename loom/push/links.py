@@ -11,7 +11,7 @@ from typing import Callable
 from loom.expand import Fabric
 
 from . import audit
-from .files import write_atomic
+from loom.files import write_atomic
 
 LINKS_DOWN = "links-down.json"
 

@@ -111,7 +111,7 @@ def subnet_manager_files(fabric: Fabric) -> dict[str, str]:
     """The opensm role's inputs: the tables `loom route` computes (OpenSM's file engine), the
     pinned LIDs, and the QoS options of the model's traffic classes (`qos FALSE` without)."""
     from loom.qos import plan_qos
-    from loom.qos.render import opensm_qos_conf
+    from loom.render.opensm_qos import opensm_qos_conf
     from loom.render.opensm import guid2lid, lfts_dump
     from loom.routing import route
 

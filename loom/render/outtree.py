@@ -2,7 +2,7 @@
 
 Each file is written to a temp file beside its target; after a batch, one `sync` makes them
 all durable and each is renamed over its target — a reader sees the old file or the new one,
-never half of either, as with `loom.push.files.write_atomic`, but with one sync per batch
+never half of either, as with `loom.files.write_atomic`, but with one sync per batch
 instead of an fsync per file (45,000 fsyncs took over three minutes on the CI machine, the
 renders themselves seconds).  On an error the temp files of the unfinished batch are removed;
 files already renamed stay (each is whole).
@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from loom.model.names import inside
-from loom.push.files import TEMP_PREFIX
+from loom.files import TEMP_PREFIX
 
 BATCH = 4096
 

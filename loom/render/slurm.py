@@ -25,7 +25,7 @@ import yaml
 
 from loom.expand import HOST, SWITCH, Fabric
 
-from .hostlist import compress
+from loom.model.hostlist import compress
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def run_pipeline(path: Path) -> str:
             lfts_dump(t)
             guid2lid(t)
     if qos is not None:
-        from loom.qos.render import opensm_qos_conf
+        from loom.render.opensm_qos import opensm_qos_conf
 
         opensm_qos_conf(fabric.name, qos)
     if fabric.technology == "ethernet":

@@ -20,7 +20,7 @@ from typing import Callable
 from loom.push import engine
 from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, quiet, timed
 from loom.push.errors import PlanError, TargetError
-from loom.push.files import write_all_atomic
+from loom.files import write_all_atomic
 from loom.push.journal import Journal
 from loom.push.packing import pack, unpack
 

@@ -35,7 +35,7 @@ from loom.render.frr_intent import interface_names
 from loom.render.roce import host_config, host_ifname
 
 from loom.push.errors import TargetError
-from loom.push.files import write_atomic
+from loom.files import write_atomic
 from loom.push.links import LINKS_DOWN
 from loom.push.procs import ProcessRef
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from loom.expand import Fabric
 
 from loom.push.errors import PlanError
-from loom.push.files import remove_temps
+from loom.files import remove_temps
 from .lab import bgp_sessions, kernel_routes
 from .plan import parallel
 from loom.push.ssh import Connection, SshError, clean, close_all, read_inventory_yaml

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from loom.expand import Fabric
 
-from loom.push.files import remove_temps
+from loom.files import remove_temps
 from .lab import FrrLab, LabError
 
 

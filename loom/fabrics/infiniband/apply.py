@@ -26,7 +26,7 @@ from loom.expand.failures import parse_failures, without
 from loom.push import engine
 from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, nothing_written, quiet, timed, under_lock
 from loom.push.errors import PlanError, TargetError
-from loom.push.files import write_all_atomic
+from loom.files import write_all_atomic
 from loom.push.journal import Journal
 from loom.push.packing import digest_live, digest_tables, mismatch, unpack
 from loom.render.opensm import lfts_dump, tables_from_dump

@@ -25,7 +25,7 @@ class InfiniBand:
         from loom.push.engine import take_lock
         from loom.push.errors import PlanError
         from loom.qos import plan_qos
-        from loom.qos.render import opensm_qos_conf
+        from loom.render.opensm_qos import opensm_qos_conf
         from loom.render.opensm import guid2lid
         from loom.routing import route
 
@@ -117,7 +117,7 @@ class InfiniBand:
     def route_files(self, fabric: Fabric, tables) -> dict[str, str]:
         """What `loom route` writes beside each plane's tables: the fabric as it stands in the
         ibnetdiscover/ibsim format, and OpenSM's QoS policy when cross-zone traffic needs its own VLs."""
-        from loom.qos.render import opensm_qos_policy
+        from loom.render.opensm_qos import opensm_qos_policy
         from loom.render.ibsim import ibsim_net
 
         files = {"topology.net": ibsim_net(fabric, tables.subnet.plane)}

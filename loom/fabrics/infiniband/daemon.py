@@ -28,7 +28,7 @@ from pathlib import Path
 from loom.expand import Fabric
 from loom.render.ibsim import ibsim_net
 
-from loom.push.files import remove_temps, write_atomic
+from loom.files import remove_temps, write_atomic
 from loom.push.state import sim_state_dir as state_dir
 from loom.push.procs import ProcessRef
 from .sim import SimError, client_env, sm_host, start_ibsim, tools_missing

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from loom.qos.render import opensm_qos_conf
+from loom.render.opensm_qos import opensm_qos_conf
 from loom.render.templates import render
 
 UNMANAGED = "qos FALSE\n"

@@ -22,7 +22,7 @@ from loom.expand import Fabric
 from loom.render.ibsim import ibsim_net
 
 from loom.push.errors import TargetError
-from loom.push.files import write_atomic
+from loom.files import write_atomic
 from loom.push.links import LINKS_DOWN
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"

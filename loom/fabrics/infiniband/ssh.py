@@ -32,7 +32,7 @@ from loom.routing.subnet import Subnet
 
 from .daemon import engines_in
 from loom.push.errors import PlanError
-from loom.push.files import TEMP_PREFIX
+from loom.files import TEMP_PREFIX
 from loom.push.ssh import Connection, SshError, clean, close_all
 from loom.push.state import ssh_state_dir as state_dir
 from .inventory import SmHost, host_from_dict, sm_hosts

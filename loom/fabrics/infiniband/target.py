@@ -147,7 +147,7 @@ class SimTarget:
         return {k: p.read_text() if p.exists() else None for k, p in self._paths().items()}
 
     def write_inputs(self, files: dict[str, str | None]) -> None:
-        from loom.push.files import write_all_atomic
+        from loom.files import write_all_atomic
 
         write_all_atomic({self._paths()[k]: v for k, v in files.items()})
 

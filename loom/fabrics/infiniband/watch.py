@@ -201,7 +201,7 @@ class Watcher:
     def _record_down(self) -> None:
         """What the applied tables route around, beside the target's state (a human's next plan
         must know the fabric is degraded; `loom sim status` shows it)."""
-        from loom.push.files import write_atomic
+        from loom.files import write_atomic
 
         path = self.target.dir / "watch.down.json"
         if self.down:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from loom.render.templates import render
 
-from .plan import QosPlan
+from loom.qos.plan import QosPlan
 
 def _vlarb(entries) -> str:
     return ",".join(f"{vl}:{w}" for vl, w in entries) or "0:0"
