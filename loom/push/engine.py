@@ -54,8 +54,8 @@ def take_lock(d, purpose: str, progress: Callable[[str], None] = quiet, **contex
         audit.record(d.dir, f"{purpose} refused", reason=str(exc), **context)
         raise PlanError(str(exc)) from None
     except OSError as exc:
-        raise PlanError(f"cannot take the fabric lock in {d.dir}: {exc.strerror}; make the state directory "
-                        "writable (or free space) and retry") from None
+        raise PlanError(f"cannot take the fabric lock in {d.dir}: {exc.strerror}; nothing was changed — make the "
+                        "state directory writable (or free space) and retry") from None
     if lock.took_over:
         h = lock.took_over
         note = (f"took over the fabric lock of {h.get('purpose', 'a change')} by {h.get('user', '?')} "
