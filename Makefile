@@ -167,13 +167,13 @@ $(TOFU):
 
 $(PROVIDER_BIN): $(wildcard terraform/provider/*.go terraform/provider/*/*/*.go) terraform/provider/go.mod terraform/provider/go.sum
 	mkdir -p $(dir $@)
-	exec 9>$(dir $@).build-lock && flock 9 && cd terraform/provider && nice -n 10 $(GO) build -trimpath -ldflags "-X main.version=$(PROVIDER_VERSION)" -o $@.tmp .
-	mv $@.tmp $@
+	exec 9>$(dir $@).build-lock && flock 9 && cd terraform/provider && nice -n 10 $(GO) build -trimpath -ldflags "-X main.version=$(PROVIDER_VERSION)" -o $@.tmp . \
+	  && mv $@.tmp $@
 
 $(TF_CLI_CONFIG): Makefile
 	mkdir -p $(dir $@)
-	printf 'provider_installation {\n  filesystem_mirror {\n    path    = "%s"\n    include = ["loom.local/*/*"]\n  }\n  direct {\n    exclude = ["loom.local/*/*"]\n  }\n}\n' "$(TF_MIRROR)" > $@.tmp
-	mv $@.tmp $@
+	printf 'provider_installation {\n  filesystem_mirror {\n    path    = "%s"\n    include = ["loom.local/*/*"]\n  }\n  direct {\n    exclude = ["loom.local/*/*"]\n  }\n}\n' "$(TF_MIRROR)" > $@.$$$$.tmp \
+	  && mv $@.$$$$.tmp $@
 
 # the pg backend's PostgreSQL (127.0.0.1, a free port, data in .loom/tf/pg): started if stopped
 tf-state: setup
