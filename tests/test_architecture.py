@@ -130,3 +130,14 @@ def test_a_planted_cycle_and_upward_import_are_caught(tmp_path, monkeypatch):
     assert ("loom.model.rules", "loom.cli.common", "_fail") in edges
     assert ("loom.model.rules", "loom.cli.common") in [(a, b) for a, b in g.edges
                                                        if LAYERS.index(_layer(b)) > LAYERS.index(_layer(a))]
+
+
+def test_starting_the_command_line_loads_no_numerical_library():
+    """`loom --help` (and every command before it runs) imports the command modules only: numpy,
+    scipy, networkx and pydantic load inside the commands that use them."""
+    import subprocess
+    import sys
+
+    code = "import sys, loom.cli; print(sorted(m for m in ('numpy', 'scipy', 'networkx', 'pydantic') if m in sys.modules))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr

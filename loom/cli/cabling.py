@@ -13,8 +13,6 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from loom.model import ModelError
-
 from .common import MODEL_ARG, err, fail, load_model, out, print_model_error, write
 from .sides import DiffError, model_at, side
 
@@ -121,6 +119,7 @@ def diff_cmd(models: list[Path] = typer.Argument(..., help="OLD NEW (model files
 
 def cable_plan_of(path: Path, fabric):
     """The model's cabling plan; exits with the file, field and fix when it has none or its catalogue is bad."""
+    from loom.model import ModelError, locate
     from loom.model.catalogue import load_catalogue
     from loom.render.cabling import cable_plan
 
@@ -132,7 +131,5 @@ def cable_plan_of(path: Path, fabric):
     try:
         return cable_plan(fabric, load_catalogue(path, m.cabling.catalogue))
     except ModelError as exc:
-        from loom.model import locate
-
         print_model_error(path, locate(path, exc) if not exc.file else exc)
         raise typer.Exit(1) from None

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from loom import pipeline
-from loom.expand import Fabric
-from loom.model import ModelError
+
+if TYPE_CHECKING:  # the commands load numpy, pydantic and the rest when they run, not at start-up
+    from loom.expand import Fabric
+    from loom.model import ModelError
 
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
@@ -48,6 +51,8 @@ END_B = typer.Argument(None, help="the far end (optional; picks among parallel c
 
 def load_model(path: Path) -> Fabric:
     """The expanded model; a missing file is a usage error (exit 2), an invalid model a finding (exit 1)."""
+    from loom.model import ModelError
+
     if not path.exists() and not path.is_symlink():
         print_error(f"{path}: no such file; give the path of a model file, e.g. topology/tiny.yaml")
         raise typer.Exit(2)

@@ -11,9 +11,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from loom.expand import load_fabric
-from loom.model import ModelError
-
 from .common import (FORMAT_OPT, JSON_OPT, MODEL_ARG, backend_of, err, input_error, json_wanted, load_model, out,
                      print_error, print_model_error, refusals, route_model, write, write_under)
 
@@ -97,6 +94,8 @@ def lock_cmd(model: Path = MODEL_ARG,
     ones take free places; removed ones free theirs.
 
     Exit 0 written or (with --check) current; 1 stale or invalid; 2 usage error."""
+    from loom.expand import load_fabric
+    from loom.model import ModelError
     from loom.expand import lock_path, read_lock
     from loom.expand.lockfile import differences, digest, lock_of, lock_text
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from loom.expand import Fabric
+if TYPE_CHECKING:
+    from loom.expand import Fabric
 
 from .common import (END_A, END_B, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
                      backend_of, err, fail, input_error, json_wanted, load_model, out, phase, progress, refusals, write)

@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
 from loom import pipeline
-from loom.expand import Fabric
-from loom.model import ModelError
+
+if TYPE_CHECKING:
+    from loom.expand import Fabric
 
 from .common import (ENGINE_OPT, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
                      backend_of, err, format_of, input_error, json_wanted, load_model, np_default, out, print_error,
@@ -234,6 +236,7 @@ def _topology_text(fabric: Fabric, topology: Path | None, target: str, inventory
 
 
 def _record_guids(model: Path, fabric: Fabric, report) -> None:
+    from loom.model import ModelError
     from loom.expand import lock_path, read_lock
     from loom.expand.lockfile import lock_text, with_found_guids
 
@@ -277,6 +280,7 @@ def diff_cmd(
     """What a model change does: verdicts, LFT entries, moved destinations, cables, host settings.
 
     Exit 0 = no regression, 1 = a regression, 2 = error."""
+    from loom.model import ModelError
     import tempfile
 
     from loom.checks.compare import compare, evaluate

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loom.expand import Fabric, load_fabric
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from loom.expand import Fabric
 
 
 def model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: str) -> tuple[Path, str]:
@@ -52,6 +55,8 @@ def side(path: Path, base: Fabric | None) -> Fabric:
     with the lock the base gives, so a change is judged against the floor as it stands."""
     from loom.expand import lock_path, read_lock
     from loom.expand.lockfile import lock_of
+
+    from loom.expand import load_fabric
 
     lock = read_lock(lock_path(path))
     if lock is None and base is not None:
