@@ -15,6 +15,7 @@ dead daemon is named in the error.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loom.expand import Fabric
+from loom.model.names import natural
 from loom.render.ibsim import ibsim_net
 
 from loom.files import remove_temps, write_atomic
@@ -272,13 +274,24 @@ class Daemons:
         # dump_fts exits 0 when it could not read some switches (it only warns): count them
         want, got = expect if expect is not None else self._switches(), res.stdout.count("Unicast lids [")
         if got < want:
-            raise SimError(f"dump_fts read the tables of {got} of {want} switches: {res.stderr.strip()[-300:]}")
+            silent = sorted(set(self._switch_names()) - set(re.findall(r"^Unicast lids \[.*\('(.*)'\):$", res.stdout, re.M)),
+                            key=natural)
+            warned = res.stderr.strip()[-300:]
+            raise SimError(f"dump_fts read the tables of {got} of {want} switches; no answer from "
+                           f"{', '.join(silent[:8]) or 'switches the dump does not name'}"
+                           + (f" and {len(silent) - 8} more" if len(silent) > 8 else "")
+                           + ": down? Declare them in the model (missing_switches / missing_links, docs/asbuilt.md) "
+                           "or bring them back (`loom sim link up MODEL SWITCH`), then plan again"
+                           + (f" (dump_fts: {warned})" if warned else ""))
         return res.stdout
 
-    def _switches(self) -> int:
-        """Switches of the running simulation (its net file)."""
+    def _switch_names(self) -> list[str]:
+        """Switches of the running simulation, by name (its net file)."""
         net = self.dir / "fabric.net"
-        return sum(1 for l in net.read_text().splitlines() if l.startswith("Switch")) if net.exists() else 0
+        return re.findall(r'^Switch\s+\d+\s+"([^"]+)"', net.read_text(), re.M) if net.exists() else []
+
+    def _switches(self) -> int:
+        return len(self._switch_names())
 
 
 @contextmanager
