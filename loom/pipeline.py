@@ -58,19 +58,28 @@ def plan(model: Path, fabric, target, progress: Callable[[str], None], phase: Ca
     backend and save it as the target's `last-plan.json` (what `loom apply --model` takes).
     The target is closed afterwards.  PlanError / TargetError when it cannot be made."""
     from loom.fabrics import backend_for
-    from loom.files import write_atomic
     from loom.push.packing import plan_json
 
     backend = backend_for(fabric)
     try:
         if target.kind != "sim":  # the marker apply looks for (the simulations' are their fabric.net, frr-lab.json)
-            write_atomic(target.dir / "target.json", json.dumps(target.spec(), indent=1) + "\n")
+            _write(target.dir / "target.json", json.dumps(target.spec(), indent=1) + "\n")
         backend.settle(target, progress)
         p = phase(backend.plan_label, backend.make_plan, model, fabric, target)
     finally:
         target.close()
-    write_atomic(target.dir / "last-plan.json", plan_json(p))
+    _write(target.dir / "last-plan.json", plan_json(p))
     return p
+
+
+def _write(path: Path, text: str) -> None:
+    from loom.files import write_atomic
+    from loom.push.errors import PlanError
+
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise PlanError(f"cannot write {path}: {exc.strerror}; free space or make the directory writable") from None
 
 
 def apply(plan_doc: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool = False):

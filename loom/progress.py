@@ -1,6 +1,6 @@
 """Progress of long, countable work (thousands of ports read back, NetBox objects written,
 config files rendered): the work says how far it is, a listener draws it.  The CLI listens with
-a Rich progress bar (`loom.cli._phase`); library callers and tests listen to nothing and pay
+a Rich progress bar (`loom.cli.common.phase`); library callers and tests listen to nothing and pay
 nothing."""
 
 from __future__ import annotations

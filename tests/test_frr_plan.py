@@ -158,3 +158,25 @@ def test_too_big_to_run_live_is_refused_with_the_size_and_the_lab_model():
     assert r.exit_code == 1
     assert "768 switches" in r.output and "GB" in r.output and "topology/roce-lab.yaml" in r.output
     assert "Traceback" not in r.output
+
+
+def test_show_reads_an_ethernet_plan_with_its_configuration_lines(tmp_path):
+    """`loom show PLAN` takes an Ethernet plan too (its backend checks its shape and prints it);
+    `--entries` lists the configuration lines it changes, `--json --entries` the same as data;
+    a plan whose target lost its kind is refused cleanly."""
+    f = load_fabric(SMALL)
+    target = paper(tmp_path, intent_of(f))
+    target.running["lab-spine1"] = target.running["lab-spine1"].replace("maximum-paths 64", "maximum-paths 2")
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(make_frr_plan(SMALL, f, target)))
+    r = CliRunner().invoke(app, ["show", str(path), "--entries"])
+    assert r.exit_code == 0 and "configuration lines on" in r.output and "lab-spine1  " in r.output, r.output
+    assert "maximum-paths" in r.output and "Traceback" not in r.output, r.output
+    r = CliRunner().invoke(app, ["show", str(path), "--json", "--entries"])
+    entries = json.loads(r.stdout)["entries"]
+    assert r.exit_code == 0 and entries and {e["switch"] for e in entries} == {"lab-spine1"}, r.output
+    broken = json.loads(path.read_text())
+    broken["target"] = {}
+    path.write_text(json.dumps(broken))
+    r = CliRunner().invoke(app, ["show", str(path)])
+    assert r.exit_code == 1 and "make a new plan" in r.output and "Traceback" not in r.output, r.output

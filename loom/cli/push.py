@@ -163,16 +163,13 @@ def plan_on(backend, d, model: Path, fabric: Fabric, out_file: Path | None, as_j
     from loom.push.packing import plan_json
 
     with refusals(model):
-        try:
-            p = pipeline.plan(model, fabric, d, progress, phase)
-        except OSError as exc:
-            fail(f"cannot write {exc.filename}: {exc.strerror}")
+        p = pipeline.plan(model, fabric, d, progress, phase)
     if out_file:
         write(out_file, plan_json(p))
     if as_json:
         from loom.render.plan_report import summary_json
 
-        sys.stdout.write(summary_json(p, entries=False))
+        sys.stdout.write(summary_json(p))
     else:
         backend.print_plan(UI, p, out_file or d.dir / "last-plan.json")
     raise typer.Exit(2 if backend.has_changes(p) else 0)
@@ -182,21 +179,21 @@ def show_plan(path: Path, as_json: bool, entries: bool) -> None:
     """`loom show PLAN`: a saved plan of either technology, its shape checked by its backend."""
     from loom.fabrics import backend_of_plan
     from loom.push.planfile import read_plan
-    from loom.render.plan_report import changed_entries, entry_lines, summary_json
+    from loom.render.plan_report import summary_json
 
     with refusals():
         p = read_plan(path)
         backend = backend_of_plan(p)
         backend.check_shape(p, path)
     if as_json:
-        sys.stdout.write(summary_json(p, entries))
+        sys.stdout.write(summary_json(p, backend.plan_entries(p) if entries else None))
         return
     out.print(f"plan for {p['fabric']} made {p['created']} by {p['user']} from {p['model']} (target {p['target']['kind']})",
               highlight=False, markup=False)
     backend.print_plan(UI, p, path)
     if entries:
-        lines = entry_lines(changed_entries(p))
-        out.print("\n".join(lines) if lines else "no LFT entries change", highlight=False, markup=False)
+        lines = backend.entry_lines(backend.plan_entries(p))
+        out.print("\n".join(lines) if lines else backend.no_entries, highlight=False, markup=False)
 
 
 def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),

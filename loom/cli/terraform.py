@@ -114,14 +114,15 @@ def routing_cmd(model: Path = MODEL_ARG, target: str = typer.Option("sim", "--ta
 
     fabric = _load(model)
     backend = backend_of(fabric)
+    if not backend.routing_resource:
+        _error(f"{fabric.name} is a {backend.technology} fabric: the loom_routing resource manages OpenSM's forwarding "
+               "tables", "plan and apply its switches with `loom plan` / `loom apply`", str(model))
     with refusals(model):  # a bad target is the shared helpers' text on stderr, as every command's
         t = backend.target(fabric, target, inventory, ssh_config)
     try:
         p = pipeline.plan(model, fabric, t, progress)
     except (PlanError, TargetError) as exc:
         _error(str(exc), f"fix the target, then run `loom plan {model}` to see the details")
-    except OSError as exc:
-        _error(f"cannot write {exc.filename}: {exc.strerror}", "free space or make the state directory writable")
     saved = Path(p["state_dir"]) / "last-plan.json"
     doc = _routing_doc(p, backend.has_changes(p))
     if apply and backend.has_changes(p):
@@ -142,9 +143,6 @@ def routing_cmd(model: Path = MODEL_ARG, target: str = typer.Option("sim", "--ta
 
 def _routing_doc(p: dict, pending: bool) -> dict:
     """The `loom_routing` resource's document: an LFT plan's changes, digests and drift."""
-    if not isinstance(p.get("qos"), dict) or "entries_changed" not in p.get("changes", {}):
-        _error(f"the plan of {p.get('fabric')} holds no forwarding tables", "loom tf routing manages OpenSM's routing "
-               "(InfiniBand); an Ethernet fabric's switches are planned with `loom plan`")
     c, q = p["changes"], p["qos"]
     parts = []
     if c["entries_changed"]:

@@ -32,6 +32,7 @@ class Resolver:
 
     finish: Callable
     restore: Callable
+    kind: str | None = None  # the journal's `kind` this technology writes (None: InfiniBand, before kinds)
 
 
 @dataclass
@@ -195,6 +196,10 @@ def recover(d, resolver: Resolver, timeout: float = 180, progress: Callable[[str
     j = journal.load()
     if j is None:
         return None
+    if j.get("kind") != resolver.kind:
+        raise PlanError(f"the interrupted apply in {d.dir} was of a {j.get('kind') or 'forwarding-table'} plan, which "
+                        "this fabric's technology cannot resolve (two models of one name share the state directory?); "
+                        "give the models different names, or resolve it with the model that made it")
     if j["phase"] == "verified":
         resolver.finish(d, j, journal)
         ok, outcome = True, "its changes had been verified: recorded as applied"
@@ -235,3 +240,7 @@ def lock_for_down(d, resolver: Resolver, force: bool, progress: Callable[[str], 
             raise PlanError(f"{exc} (or `loom sim down --force`)") from None
         progress(f"--force: stopping anyway ({exc})")
         return lock
+    except BaseException:
+        if lock:
+            lock.release()
+        raise

@@ -87,6 +87,15 @@ def _replaced_soon(fd: int, path: Path, record: dict, wait: float = 10.0) -> boo
     raise LockHeld(record, path)
 
 
+def _open(path: Path) -> int:
+    """Another's lock file, opened to be flocked: read-write where allowed (on NFS an exclusive
+    flock needs a file open for writing), else read-only."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+
 def _names(fd: int, path: Path) -> bool:
     """Whether `path` still names the open file `fd` (not removed or replaced since it was opened)."""
     try:
@@ -113,14 +122,16 @@ class FabricLock:
 
     def _private(self) -> tuple[int, Path]:
         """A file holding this taker's record, flocked, not yet at the lock's path."""
-        for left in self.path.parent.glob(f".{LOCK_NAME}.*"):  # of takers killed before they could link
-            pid = left.name.split(".")[3]
+        host = socket.gethostname()
+        for left in self.path.parent.glob(f".{LOCK_NAME}.{host}.*"):  # this host's takers killed before they linked
+            pid = left.name.rsplit(".", 2)[-2]
             if pid.isdigit() and start_time(int(pid)) is None:
                 left.unlink(missing_ok=True)
-        tmp = self.path.with_name(f".{LOCK_NAME}.{os.getpid()}.{time.monotonic_ns()}")
+        tmp = self.path.with_name(f".{LOCK_NAME}.{host}.{os.getpid()}.{time.monotonic_ns()}")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
             os.write(fd, self._record())
+            os.fsync(fd)  # the record survives a power loss, so the next taker reports the takeover
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BaseException:
             os.close(fd)
@@ -133,7 +144,7 @@ class FabricLock:
         died, put this taker's file in its place (one rename, made while holding the dead file's
         flock, so no other taker can do the same) and return True; False to try again."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = _open(self.path)
         except FileNotFoundError:
             return False  # released since the link failed
         try:
@@ -193,13 +204,13 @@ def is_free(directory: Path) -> bool:
     """True when nobody holds the lock (tests and `sim status` ask)."""
     path = Path(directory) / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = _open(path)
     except FileNotFoundError:
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
     except BlockingIOError:
-        return not _alive(_read(fd))
+        return _dead(_read(fd))
     finally:
         os.close(fd)

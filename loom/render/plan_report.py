@@ -55,12 +55,24 @@ def entry_lines(entries: list[dict]) -> list[str]:
             for e in entries]
 
 
-def summary_json(plan: dict, entries: bool) -> str:
-    """The plan without its tables (what a script needs to judge it), plus the entries if asked."""
+def summary_json(plan: dict, entries: list[dict] | None = None) -> str:
+    """The plan without its tables (what a script needs to judge it), plus its entries if given."""
     body = {k: v for k, v in plan.items() if k not in ("desired_lfts", "previous_lfts")}
-    if entries:
-        body["entries"] = changed_entries(plan)
+    if entries is not None:
+        body["entries"] = entries
     return json.dumps(body, indent=2) + "\n"
+
+
+def changed_lines(plan: dict) -> list[dict]:
+    """Every configuration line an Ethernet plan changes, switch by switch (natural order)."""
+    return [{"switch": sw, "change": line} for sw in sorted(plan["switches"], key=natural)
+            for line in plan["switches"][sw]["changes"]]
+
+
+def line_lines(entries: list[dict]) -> list[str]:
+    """`p0-lab-leaf0  + router bgp 65001`, one line per changed configuration line."""
+    width = max((len(e["switch"]) for e in entries), default=0)
+    return [f"{e['switch']:<{width}}  {e['change']}" for e in entries]
 
 
 def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:

@@ -149,7 +149,7 @@ def restore(d: FrrTarget, j: dict, timeout: float) -> tuple[bool, str]:
 
 
 #: how an Ethernet apply that died is finished or undone (`loom.push.engine.recover`)
-RESOLVER = Resolver(finish=finish, restore=restore)
+RESOLVER = Resolver(finish=finish, restore=restore, kind="frr")
 
 
 def recover(d: FrrTarget, timeout: float = 120, progress: Callable[[str], None] = quiet) -> str | None:

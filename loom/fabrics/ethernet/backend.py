@@ -16,6 +16,7 @@ from loom.fabrics.backend import Ui, Unsupported
 class Ethernet:
     technology = "ethernet"
     plan_label = "read switches + render + diff"
+    routing_resource = False  # the switches' configurations are `loom plan`'s, not Terraform's loom_routing
 
     # ---------------------------------------------------------------- the simulated fabric
     def sim_up(self, model: Path, fabric: Fabric, ui: Ui) -> None:
@@ -149,6 +150,19 @@ class Ethernet:
         from loom.render.plan_report import print_frr_plan
 
         print_frr_plan(ui.out, plan, saved, self.has_changes(plan))
+
+    no_entries = "no configuration lines change"
+
+    def plan_entries(self, plan: dict) -> list[dict]:
+        """Every configuration line the plan changes (`loom show PLAN --entries`)."""
+        from loom.render.plan_report import changed_lines
+
+        return changed_lines(plan)
+
+    def entry_lines(self, entries: list[dict]) -> list[str]:
+        from loom.render.plan_report import line_lines
+
+        return line_lines(entries)
 
     def check_shape(self, plan: dict, path: Path) -> None:
         from .plan import check_shape

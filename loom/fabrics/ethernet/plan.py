@@ -158,7 +158,8 @@ SWITCH_KEYS = {"desired": str, "desired_sha256": str, "running_sha256": str, "ch
 def check_shape(plan: dict, where: str) -> None:
     """PlanError unless every field `loom show` prints is there with its type."""
     missing = [k for k in ("fabric", "model", "created", "user", "target", "drift", "switches", "changes") if k not in plan]
-    if missing or not isinstance(plan.get("target"), dict) or not isinstance(plan.get("changes"), dict):
+    if missing or not isinstance(plan.get("target"), dict) or not isinstance(plan["target"].get("kind"), str) \
+            or not isinstance(plan.get("changes"), dict):
         raise PlanError(f"{where}: lacks or mistypes {', '.join(missing) or 'target/changes'}; make a new plan with `loom plan`")
     _check_switches(plan, where)
 

@@ -1,5 +1,5 @@
 """The SSH target of an Ethernet fabric: its switches' FRR (SONiC's bgp container, or FRR on a
-Linux switch), reached with the same transport as the subnet-manager hosts (`loom.fabrics.infiniband.ssh`:
+Linux switch), reached with the same transport as the subnet-manager hosts (`loom.push.ssh`:
 the system OpenSSH client, the user's ssh_config and agent, one multiplexed connection per
 switch, `BatchMode`).
 

@@ -16,6 +16,7 @@ from loom.fabrics.backend import Ui, Unsupported
 class InfiniBand:
     technology = "infiniband"
     plan_label = "read live + route + check + diff"
+    routing_resource = True  # Terraform's loom_routing resource plans and applies its tables
 
     # ---------------------------------------------------------------- the simulated fabric
     def sim_up(self, model: Path, fabric: Fabric, ui: Ui) -> None:
@@ -168,6 +169,19 @@ class InfiniBand:
         from loom.render.plan_report import print_lft_plan
 
         print_lft_plan(ui.out, plan, saved, self.has_changes(plan))
+
+    no_entries = "no LFT entries change"
+
+    def plan_entries(self, plan: dict) -> list[dict]:
+        """Every LFT entry the plan changes (`loom show PLAN --entries`)."""
+        from loom.render.plan_report import changed_entries
+
+        return changed_entries(plan)
+
+    def entry_lines(self, entries: list[dict]) -> list[str]:
+        from loom.render.plan_report import entry_lines
+
+        return entry_lines(entries)
 
     def check_shape(self, plan: dict, path: Path) -> None:
         from .plan import check_shape
