@@ -274,7 +274,7 @@ class Daemons:
         # dump_fts exits 0 when it could not read some switches (it only warns): count them
         want, got = expect if expect is not None else self._switches(), res.stdout.count("Unicast lids [")
         if got < want:
-            silent = sorted(set(self._switch_names()) - set(re.findall(r"^Unicast lids \[.*\('(.*)'\):$", res.stdout, re.M)),
+            silent = sorted(set(self._switch_names()) - set(re.findall(r"^Unicast lids \[.*\('?([^()']*)'?\):$", res.stdout, re.M)),
                             key=natural)
             warned = res.stderr.strip()[-300:]
             raise SimError(f"dump_fts read the tables of {got} of {want} switches; no answer from "
