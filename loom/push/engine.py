@@ -67,17 +67,18 @@ def take_lock(d, purpose: str, progress: Callable[[str], None] = quiet, **contex
 
 
 
-def apply_on(d, resolver: Resolver, plan: dict, plan_path: Path | None, timeout: float, progress,
-             locked: Callable[[dict], ApplyResult]) -> ApplyResult:
-    """Run `locked(context)` on the target a plan was made for, under the fabric lock (see
-    `under_lock`), then release the target; `context` names the plan in the audit log."""
+def apply_on(d, resolver: Resolver, plan: dict, plan_path: Path | None, timeout: float, progress, keep_live: bool,
+             locked: Callable[..., ApplyResult]) -> ApplyResult:
+    """Run `locked(plan, d, context, timeout, progress, keep_live)` — a technology's apply of a
+    checked plan — on the target the plan was made for, under the fabric lock (see `under_lock`),
+    then release the target; `context` names the plan in the audit log."""
     context = {"fabric": plan.get("fabric"), "plan": str(plan_path) if plan_path else None,
                "plan_sha256": file_digest(plan_path), "model_sha256": plan.get("model_sha256")}
     try:
-        return under_lock(d, resolver, "apply", context, timeout, progress, lambda: locked(context))
+        return under_lock(d, resolver, "apply", context, timeout, progress,
+                          lambda: locked(plan, d, context, timeout, progress, keep_live))
     finally:
         d.close()  # the target was made for this plan (a watcher keeps its own open across applies)
-
 
 
 def under_lock(d, resolver: Resolver, purpose: str, context: dict, timeout: float, progress,

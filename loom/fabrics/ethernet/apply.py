@@ -36,9 +36,7 @@ def apply_frr_plan(plan: dict, plan_path: Path | None = None, timeout: float = 1
                    progress: Callable[[str], None] = quiet, keep_live: bool = False) -> ApplyResult:
     """Apply an Ethernet plan to the target it was made for and verify it by reading back.
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
-    d = frr_target_of_plan(plan)
-    return apply_on(d, RESOLVER, plan, plan_path, timeout, progress,
-                    lambda context: _apply_locked(plan, d, context, timeout, progress, keep_live))
+    return apply_on(frr_target_of_plan(plan), RESOLVER, plan, plan_path, timeout, progress, keep_live, _apply_locked)
 
 
 def _apply_locked(plan: dict, d: FrrTarget, context: dict, timeout: float, progress, keep_live: bool) -> ApplyResult:

@@ -47,9 +47,7 @@ def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
                progress: Callable[[str], None] = quiet, keep_live: bool = False) -> ApplyResult:
     """Apply a plan to the target it was made for and verify it by reading back.
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
-    d = target_of_plan(plan)
-    return apply_on(d, RESOLVER, plan, plan_path, timeout, progress,
-                    lambda context: _apply_locked(plan, d, context, timeout, progress, keep_live))
+    return apply_on(target_of_plan(plan), RESOLVER, plan, plan_path, timeout, progress, keep_live, _apply_locked)
 
 
 def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: float = 180,
