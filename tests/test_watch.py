@@ -143,3 +143,20 @@ def test_a_reload_that_did_not_take_is_caught_by_the_block_read_back(applied, mo
     assert e.kind == "failed" and not e.ok and "read-back differs" in e.message and "entries differ" in e.message, e
     assert "restored" in e.message, e
     assert np.array_equal(live(d).lft, before.lft)
+
+
+def test_a_watcher_starts_where_the_last_one_stopped(applied):
+    """A watcher stopped while the fabric was degraded; the cable came back meanwhile.  The next
+    watcher starts from the recorded state (`watch.down.json`), sees the cable up, returns to the
+    design tables and clears the record, so `loom plan` says "No changes" again."""
+    d, f = applied, load_fabric(TINY)
+    (d.dir / "watch.down.json").write_text(json.dumps({"down": ["z0-leaf2/6"]}) + "\n")
+    code, out = loom("plan", TINY)
+    assert code == 1 and "routes tiny around cables that are down" in out, out
+    w = Watcher(TINY, f, SimTarget(d), hold_down=0)
+    assert sorted(map(f.cable_id, w.down)) == ["z0-leaf2/6"]
+    e = w.step()
+    assert e is not None and e.kind == "up" and e.ok and e.changed == ["z0-leaf2/6"], e
+    assert not (d.dir / "watch.down.json").exists()
+    code, out = loom("plan", TINY)
+    assert code == 0 and "No changes" in out, out

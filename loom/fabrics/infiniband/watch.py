@@ -70,7 +70,9 @@ class Watcher:
         self.log = log
         self.qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
         self.design = self._design()
-        self.down: frozenset[int] = frozenset()  # cables the tables in force route around
+        # cables the tables in force route around: where the last watcher left them (its state
+        # outlives it, so a watcher started after the cables came back returns to the design)
+        self.down: frozenset[int] = self._recorded_down()
         self.seen_down: frozenset[int] = frozenset()  # cables the last discovery found down
         self.trapped: set[int] = set()  # switches (GUIDs) whose link-state traps are not yet looked at
         # the tables this watcher verified last, or the design when it is what loom applied last (`_in_force`)
@@ -193,6 +195,17 @@ class Watcher:
         applied since: `last-applied.sha256` is their digest): the apply then need not read every
         table to know what changes.  None makes it read them."""
         return self.applied if self.applied is not None and self._is_last_applied(self.applied) else None
+
+    def _recorded_down(self) -> frozenset[int]:
+        """The cables `watch.down.json` says the applied tables route around (none if it is
+        absent, unreadable or names cables this model does not have: then discovery decides)."""
+        from loom.expand.failures import FailureSpecError, parse_failures
+
+        try:
+            names = json.loads((self.target.dir / "watch.down.json").read_text())["down"]
+            return frozenset(parse_failures(self.fabric, [str(n) for n in names]).cables)
+        except (OSError, ValueError, KeyError, TypeError, FailureSpecError):
+            return frozenset()
 
     def _is_last_applied(self, tables: Tables) -> bool:
         last = self.target.dir / "last-applied.sha256"
