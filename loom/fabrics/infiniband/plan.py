@@ -88,6 +88,12 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         raise PlanError(f"`loom watch` routes {fabric.name} around cables that are down ({down.read_text().strip()}): "
                         "a plan of the intact model would route over them; plan once they are back (the watcher "
                         "returns to the design tables), or `loom whatif` to see the reroute")
+    pulled = _cables_down_in_the_simulation(fabric, target.dir)
+    if pulled:
+        raise PlanError(f"cables of {fabric.name} are down in the simulation and the model routes over them: "
+                        f"{', '.join(pulled[:8])}{f' and {len(pulled) - 8} more' if len(pulled) > 8 else ''}; bring them "
+                        f"back (`loom sim link up {model_path} CABLE`), declare them (missing_links, docs/asbuilt.md), "
+                        "or let `loom watch` route around them")
     live_text = target.read_lfts()
     live_sha = digest_live(live_text)
     sn = subnet(fabric, 0)
@@ -131,6 +137,18 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         "guid2lid": guid2lid(tables),
     }
     return {**plan, "plan_sha256": content_digest(plan)}
+
+
+def _cables_down_in_the_simulation(fabric: Fabric, state: Path) -> list[str]:
+    """Cables `loom sim link down` pulled (`links-down.json`) that the model's fabric still has:
+    a plan of it would route over them (declared ones are not in the fabric at all)."""
+    from loom.push.links import links_down
+
+    pulled = links_down(state)
+    if not pulled:
+        return []
+    cabled = {fabric.cable_id(i) for i in range(len(fabric.cables))}
+    return [c for c in pulled if c in cabled]
 
 
 def routing_key(fabric: Fabric) -> str:
