@@ -1,6 +1,7 @@
 """Where plan and apply send an Ethernet fabric's changes: its switches' FRR.  One small
 interface (`FrrTarget`), like `loom.fabrics.infiniband.target` for InfiniBand subnet managers; what a
-change *is* (`loom.fabrics.ethernet.plan`) never depends on where it goes.
+change *is* (`loom.fabrics.ethernet.plan`) never depends on where it goes; `targets.py` finds
+one by kind.
 
     sim   the live simulation (`loom sim up` on an Ethernet model; `FrrSimTarget`, this module)
     ssh   the switches' FRR over SSH, the inventory's `frr_switches` (`loom.fabrics.ethernet.ssh`)

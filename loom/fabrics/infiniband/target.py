@@ -1,6 +1,6 @@
-"""Where plan and apply send things: one small interface, one module per target, a registry by
-kind — as routing engines sit behind `loom.routing` (what a change *is* never depends on where
-it goes).
+"""Where plan and apply send things: one small interface, one module per target, found by kind
+in `targets.py` — as routing engines sit behind `loom.routing` (what a change *is* never
+depends on where it goes).
 
     sim   the embedded simulated fabric (`loom sim up`; `SimTarget`, this module), the default
     ssh   the fabric's subnet-manager hosts, a master and its standbys (`loom.fabrics.infiniband.ssh`)
