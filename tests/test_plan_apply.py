@@ -255,8 +255,9 @@ def test_a_plan_of_the_model_applied_last_takes_its_tables(tiny_up, tmp_path, mo
     monkeypatch.setattr(plan_module, "settled_route", lambda *a: routed.append(1) or real(*a))
     code, out = loom("plan", TINY)
     assert code == 0 and "No changes" in out and not routed, out
-    # planted: the key names another model (the one the tables were routed for has changed)
+    # planted: the keys name another model (the one the tables were routed for has changed)
     (d.dir / "last-applied.key").write_text("0" * 64 + "\n")
+    (d.dir / "design.key").write_text("0" * 64 + " 0\n")
     code, out = loom("plan", TINY)
     assert code == 0 and routed == [1], out
     # another model's routing key differs (a storage node pinned elsewhere)

@@ -58,8 +58,8 @@ def test_a_cable_down_is_rerouted_with_minimal_churn_and_healed_back(applied):
     assert changed.any() and not (changed & ~affected).any()  # only destinations that used the cable moved
     assert (d.dir / "watch.down.json").exists()
     assert not (d.dir / "last-applied.key").exists()  # the tables in force are not the model's routing
-    code, out = loom("plan", TINY)
-    assert code == 1 and "routes tiny around cables that are down" in out, out
+    code, out = loom("plan", TINY)  # plan makes the watcher's reroute too (one function): nothing to change
+    assert code == 0 and "observed: z0-leaf0/5" in out and "No changes" in out and "as it stands" in out, out
     set_links(d.dir, f, sorted(cable.cables), up=True)
     e = w.step()
     assert e.kind == "up" and e.ok and e.entries == int((now.lft != design.lft).sum()), e
@@ -148,11 +148,16 @@ def test_a_reload_that_did_not_take_is_caught_by_the_block_read_back(applied, mo
 def test_a_watcher_starts_where_the_last_one_stopped(applied):
     """A watcher stopped while the fabric was degraded; the cable came back meanwhile.  The next
     watcher starts from the recorded state (`watch.down.json`), sees the cable up, returns to the
-    design tables and clears the record, so `loom plan` says "No changes" again."""
+    design tables and clears the record, so `loom plan` says "No changes" again.  Meanwhile plan
+    reads the fabric, not the dead watcher's record: it plans the return, it never refuses."""
     d, f = applied, load_fabric(TINY)
-    (d.dir / "watch.down.json").write_text(json.dumps({"down": ["z0-leaf2/6"]}) + "\n")
+    cable = sorted(parse_failures(f, ["z0-leaf2/6"]).cables)
+    set_links(d.dir, f, cable, up=False)
+    e = Watcher(TINY, f, SimTarget(d), hold_down=0).step()
+    assert e is not None and e.kind == "down" and e.ok, e  # ... and that watcher stops here
+    set_links(d.dir, f, cable, up=True)
     code, out = loom("plan", TINY)
-    assert code == 1 and "routes tiny around cables that are down" in out, out
+    assert code == 2 and "as built" not in out and "destinations move" in out, out
     w = Watcher(TINY, f, SimTarget(d), hold_down=0)
     assert sorted(map(f.cable_id, w.down)) == ["z0-leaf2/6"]
     e = w.step()

@@ -234,7 +234,6 @@ def check_balance(walk: Walk, only: np.ndarray | None = None) -> Balance:
     """The figures and verdict; `only` ([switch] bool) judges just those switches' groups — a
     watcher's check of a repair, whose other switches kept the figures they passed with
     (`loom.routing.asbuilt.unsettled`)."""
-    sn = walk.tables.subnet
     groups = group_figures(walk, only)
     paths = path_counts(walk)
     levels = {}

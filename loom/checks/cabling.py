@@ -211,7 +211,7 @@ def compare(fabric: Fabric, live: LiveFabric) -> CablingReport:
             continue
         if a not in m.ends and b not in m.ends:
             report.findings.append(Finding("extra", f"{_show(a)}–{_show(b)}", f"a cable the model does not have: "
-                                           f"{_place(m, a)} to {_place(m, b)}", f"remove it", None, _place(m, b)))
+                                           f"{_place(m, a)} to {_place(m, b)}", "remove it", None, _place(m, b)))
             continue
         keep, move = (a, b) if _keep_first(m, a, b) else (b, a)
         i, want = m.ends[keep]

@@ -21,7 +21,8 @@ from loom.expand import Fabric
 from loom.expand.failures import FailureSet, without
 from loom.routing import Tables, get_engine, subnets
 from loom.routing.asbuilt import affected_destinations
-from loom.routing.subnet import LAYER, Subnet
+from loom.routing.changes import table_changes
+from loom.routing.subnet import LAYER
 
 from . import check_tables
 
@@ -87,10 +88,10 @@ class PlaneOutcome:
 
 
 def churn(before: Tables, after: Tables) -> Churn:
-    """Entries that differ, on switches still in service (a switch left without links takes
-    no tables: its row is not a change anyone makes)."""
-    diff = (before.lft != after.lft) & (after.subnet.peer_kind != 0).any(axis=1)[:, None]
-    return Churn(int(diff.sum()), int(diff.any(axis=1).sum()), int(diff.any(axis=0).sum()))
+    """Entries that change and the destinations that move, on the switches in service after
+    the change (`loom.routing.changes`, the count plan and the watcher make too)."""
+    ch = table_changes(before, after)
+    return Churn(ch.entries, ch.switches, len(ch.destinations_moved))
 
 
 def leaf_kept(design: Tables, after: Tables) -> list[LeafKept]:
@@ -125,7 +126,7 @@ def what_if(fabric: Fabric, failure: FailureSet, design: list[Tables], engine: s
         if t.subnet.plane not in planes:
             continue
         repaired = eng.repair(fsn, t)
-        moved = ((t.lft != repaired.lft) & (fsn.peer_kind != 0).any(axis=1)[:, None]).any(axis=0)
+        moved = table_changes(t, repaired).moved.any(axis=0)
         affected = affected_destinations(t, fsn)
         full = churn(t, eng.route(fsn)) if recompute else Churn(0, 0, 0)
         out.append(PlaneOutcome(t.subnet.plane, sum(1 for i in failure.cables if fabric.cables.plane[i] == t.subnet.plane),

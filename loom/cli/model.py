@@ -116,7 +116,7 @@ def lock_cmd(model: Path = MODEL_ARG,
         if check and old.digest != digest(old):
             refuse(["the file was edited by hand (its digest does not match); fix: revert it "
                     f"(`git checkout -- {path}`), or accept the edit with `loom lock {model}`"])
-        fabric = load_fabric(model, None if relayout else old)
+        fabric = load_fabric(model, None if relayout else old, as_built=False)  # every node port, marked down or not
     except ModelError as exc:
         print_model_error(model, exc)
         raise typer.Exit(1) from None

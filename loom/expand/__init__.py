@@ -11,8 +11,10 @@ def load_fabric(path, lock=_NEXT_TO_MODEL, as_built: bool = True):
 
     The lock file next to the model (`lock_path`) is read first unless `lock` is given (a `Lock`,
     or None to place everything by policy).  The lock's `as_built` entries (what NetBox says is
-    not on the floor) join the zones' `missing_links` / `missing_switches` unless `as_built` is
-    False (the design as drawn: what `loom netbox plan` puts in NetBox)."""
+    not on the floor) join the zones' `missing_links` / `missing_switches`, and the cables of what
+    an operator marked down (`down`, `loom mark`) are left out, unless `as_built` is False (the
+    design as drawn: what `loom netbox plan` puts in NetBox).  `loom.expand.asbuilt` keeps the
+    design and what is down apart, for the commands that compare the two."""
     from loom.model import ModelError, load_model, locate
 
     model = load_model(path)
@@ -22,9 +24,24 @@ def load_fabric(path, lock=_NEXT_TO_MODEL, as_built: bool = True):
     if as_built and lock is not None and lock.as_built:
         model = with_as_built(model, lock, lock_file)
     try:
-        return expand(model, lock, lock_file)
+        fabric = expand(model, lock, lock_file)
     except ModelError as exc:
         raise (exc if exc.file else locate(path, exc)) from None
+    return _without_marked(fabric) if as_built else fabric
+
+
+def _without_marked(fabric):
+    """The fabric without the cables of what `loom mark down` declared (a name the model no
+    longer has takes nothing out: `loom status` shows it)."""
+    from .failures import FailureSet, FailureSpecError, parse_failures, without
+
+    cables: set[int] = set()
+    for name in fabric.marked:
+        try:
+            cables |= parse_failures(fabric, [name]).cables
+        except FailureSpecError:
+            pass
+    return without(fabric, FailureSet(frozenset(cables), frozenset(), ())) if cables else fabric
 from .fabric import CABLE_KINDS, HOST, SWITCH, Cables, Fabric, HostPort, Node, Switch
 
 __all__ = ["CABLE_KINDS", "HOST", "SWITCH", "Cables", "Fabric", "HostPort", "Node", "Switch", "Lock", "expand",

@@ -447,4 +447,5 @@ def expand(model: Model, lock: Lock | None = None, lock_file: str = "") -> Fabri
         ports=tuple(HostPort(**p) for p in d.ports),
         cables=cables, racks=tuple(d.racks), switch_lid_base=d.lid_base,
         assets=dict(lock.assets) if lock else {}, as_built=dict(lock.as_built) if lock else {},
+        marked=dict(lock.down) if lock else {},
     )

@@ -112,6 +112,7 @@ class Fabric:
     switch_lid_base: int = 0  # first switch LID (InfiniBand); CA ports are numbered below it
     assets: dict = field(default_factory=dict)  # device → lockfile.Asset (serial, asset tag, MACs from NetBox)
     as_built: dict = field(default_factory=dict)  # zone → lockfile.ZoneAsBuilt (what is not on the floor)
+    marked: dict = field(default_factory=dict)  # name → lockfile.Mark (what an operator marked down)
 
     @cached_property
     def switch_index(self) -> dict[str, int]:

@@ -13,6 +13,8 @@ its name stays out of `topology/*.yaml` globs.  It holds, by name:
   `assets` (serial, asset tag, real MACs per device) and `as_built` (per zone, the design links
   and switches that are not there: `missing_links` / `missing_switches` entries, merged into the
   model's own when the fabric is loaded, so routing and checks see the fabric as it stands);
+- `down`: what an operator marked down with `loom mark down` (switch name or cable ID → reason,
+  date it should be back, who, since): routed around like `as_built`, until `loom mark up`;
 - `digest`: SHA-256 of everything above, so `loom lock --check` notices a hand edit;
 - GUIDs as hex strings ("0x0002c90100000010"), LIDs as numbers (InfiniBand); host addresses and
   switch loopbacks (Ethernet).
@@ -77,6 +79,15 @@ class ZoneAsBuilt(Strict):
     missing_switches: list[MissingSwitch] = Field(default_factory=list, max_length=65536)
 
 
+class Mark(Strict):
+    """Something an operator declared down (`loom mark down`): routed around until marked up."""
+
+    reason: str = Field("", max_length=500, description="why it is down (a ticket, a symptom)")
+    until: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="the date it should be back (YYYY-MM-DD)")
+    by: str = Field("", max_length=100, description="who marked it")
+    since: str = Field("", max_length=40, description="when it was marked (ISO 8601)")
+
+
 class Lock(Strict):
     about: str = Field(ABOUT, description="what the file is")
     version: Literal[1] = Field(VERSION, description="lock format version")
@@ -88,6 +99,8 @@ class Lock(Strict):
     nodes: dict[str, LockedNode]
     assets: dict[str, Asset] = Field(default_factory=dict, description="device → what NetBox records of it")
     as_built: dict[str, ZoneAsBuilt] = Field(default_factory=dict, description="zone → what is not on the floor")
+    down: dict[str, Mark] = Field(default_factory=dict, max_length=65536,
+                                  description="switch name or cable ID → why an operator marked it down (`loom mark`)")
 
 
 def lock_path(model_path: str | Path) -> Path:
@@ -174,7 +187,7 @@ def lock_of(fabric: Fabric, lid_base: int) -> Lock:
                 switches={s.name: LockedSwitch(rack=s.rack, ru=s.ru, lid=s.lid, guid=s.guid, loopback=s.loopback)
                           for s in fabric.switches},
                 nodes={k: LockedNode(**v) for k, v in nodes.items()},
-                assets=dict(fabric.assets), as_built=dict(fabric.as_built))
+                assets=dict(fabric.assets), as_built=dict(fabric.as_built), down=dict(fabric.marked))
 
 
 def _j(x) -> str:
@@ -200,7 +213,7 @@ def _body(lock: Lock) -> list[str]:
                           for k, p in n.ports.items())
         nodes.append(f'    {_j(name)}: {{"rack": {_j(n.rack)}, "ru": {n.ru}, "ports": {{{ports}}}}}')
     out = [*lines, '"switches": {\n' + ",\n".join(sw) + "\n  }", '"nodes": {\n' + ",\n".join(nodes) + "\n  }"]
-    for key in ("assets", "as_built"):  # only when there are any: older files keep their bytes and digest
+    for key in ("assets", "as_built", "down"):  # only when there are any: older files keep their bytes and digest
         if getattr(lock, key):
             rows = [f'    {_j(k)}: {_j(v.model_dump(exclude_defaults=True))}' for k, v in getattr(lock, key).items()]
             out.append(f'"{key}": {{\n' + ",\n".join(rows) + "\n  }")

@@ -75,6 +75,21 @@ def line_lines(entries: list[dict]) -> list[str]:
     return [f"{e['switch']:<{width}}  {e['change']}" for e in entries]
 
 
+def as_built_lines(as_built: dict | None) -> list[str]:
+    """What a plan routes around, declared and observed, one line each (none if nothing is down)."""
+    if not as_built or not as_built.get("cables_down"):
+        return []
+    how = f"; tables: {as_built['routing']}" if as_built.get("routing") else ""
+    out = [f"as built: {len(as_built['cables_down'])} design cables down, routed around{how} (`loom status MODEL` shows them)"]
+    for part, hint in (("declared", "`loom mark up` when it is back"),
+                       ("observed", "not seen up now; `loom mark down NAME --reason ...` declares it")):
+        names = [d["name"] + (f" ({d['reason']})" if d.get("reason") else "") for d in as_built.get(part, [])]
+        if names:
+            out.append(f"  {part}: {', '.join(names[:8])}" + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+                       + f"; {hint}")
+    return out
+
+
 def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     """An InfiniBand plan as `loom plan` and `loom show` print it: drift, standbys, QoS, the LFT
     entries per switch, the destinations that move, balance before and after."""
@@ -83,9 +98,12 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
         out.print(f"[yellow]drift:[/yellow] {p['drift']}", highlight=False)
     for line in p.get("standbys_differing", []):
         out.print(f"standby: {line} (apply writes the master's files to every standby)", highlight=False)
+    down = as_built_lines(p.get("as_built"))
+    for line in down:
+        out.print(line, highlight=False, markup=False)
     if not changed:
-        out.print(f"[green]No changes.[/green] The live tables of {p['fabric']} match the model"
-                  + (" (routing and QoS)." if q["intent"] else "."))
+        out.print(f"[green]No changes.[/green] The live tables of {escape(p['fabric'])} match the model"
+                  + (" as it stands" if down else "") + (" (routing and QoS)." if q["intent"] else "."))
         return
     if q["conf_changes"] or q["ports_differing"]:
         out.print(f"QoS: {'OpenSM QoS options change; ' if q['conf_changes'] else ''}"
@@ -96,7 +114,8 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
         out.print("Routing: no LFT changes.")
         return
     out.print(f"Plan for {p['fabric']}: [bold]{c['entries_changed']}[/bold] LFT entries on "
-              f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move")
+              f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move"
+              + (f", {len(c['destinations_added'])} added (new, or back in service)" if c.get("destinations_added") else ""))
     t = Table("switch", "entries changed")
     for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))[:15]:
         t.add_row(name, str(n))

@@ -63,7 +63,8 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
     caller has checked `tables` on the fabric they were made for."""
     context = {"fabric": tables.subnet.fabric.name, **context}
 
-    in_service = [int(x) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+    rows = [int(x) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+    in_service = _in_service(tables)
 
     def work() -> ApplyResult:
         phases: dict[str, float] = {}
@@ -73,14 +74,13 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
         if previous is None or inputs["lfts"] is None:  # the restore needs what is live
             live_text = timed(phases, "read live", d.read_lfts, len(in_service))
             live = tables_from_dump(tables.subnet, live_text, "live")
-        touched = changed_entries(live, tables, in_service)
+        touched = changed_entries(live, tables, rows)
         entries = sum(len(lids) for lids in touched.values())
         if not entries:
             return ApplyResult(True, "no changes: the fabric already holds these tables", phases)
         want = lfts_dump(tables)
         conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
-        guids = [int(tables.subnet.switch(x).guid) for x in in_service]
-        change = Change({"lfts": want}, want, None, tables.subnet, entries, len(touched), conf, guids,
+        change = Change({"lfts": want}, want, None, tables.subnet, entries, len(touched), conf, in_service,
                         reload=True, touched=touched, tables=tables)
         record = {**context, "model": str(Path(model).resolve())}
         return _push_verified(d, change, {**inputs, "conf": conf}, record, timeout, progress, phases,
@@ -95,7 +95,8 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     checked = timed(phases, "check plan", check_plan, plan)
     d.health()
     progress("reading live tables")
-    live_text = timed(phases, "read live", d.read_lfts)
+    in_service = _in_service(checked.tables)
+    live_text = timed(phases, "read live", d.read_lfts, len(in_service))
     q = plan["qos"]
     # stale: forwarding tables read back, QoS by the options OpenSM programs the ports from (a full
     # QoS read-back costs minutes on a big fabric; plan did one, apply's verify does the next)
@@ -115,12 +116,12 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         touched = changed_entries(tables_from_dump(t.subnet, live_text, "live"), t,
                                   [r for r in range(t.subnet.n) if (t.lft[r] != NO_ROUTE).any()])
         change = Change({"lfts": checked.desired_lfts}, checked.desired_lfts, None, t.subnet, c["entries_changed"],
-                        c["switches_touched"], current_conf, reload=True, touched=touched, tables=t)
+                        c["switches_touched"], current_conf, in_service, reload=True, touched=touched, tables=t)
     else:
         change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
                         checked.desired_lfts, checked.qos_intent, checked.tables.subnet, c["entries_changed"],
-                        c["switches_touched"], restore_conf(plan["fabric"], current_conf, q["desired_conf"]))
-    record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key")}
+                        c["switches_touched"], restore_conf(plan["fabric"], current_conf, q["desired_conf"]), in_service)
+    record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key"), "design_key": _design_key(plan)}
     return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
                           {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts})
 
@@ -206,6 +207,12 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
     return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases, texts)
 
 
+def _in_service(tables: Tables) -> list[int]:
+    """GUIDs of the switches the tables are for that are in service (the read-back waits for
+    these; a switch that is down, or cut off from the subnet manager, cannot answer)."""
+    return [int(tables.subnet.switch(x).guid) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+
+
 def _expect(in_service: list[int] | None) -> int | None:
     return None if in_service is None else len(in_service)
 
@@ -219,7 +226,24 @@ def _remember_key(d: Target, plan: dict) -> None:
     are the routing of its model too (the next plan of the same model takes them as they are)."""
     last = d.dir / "last-applied.sha256"
     if plan.get("routing_key") and last.exists() and last.read_text().strip() == plan["desired_sha256"]:
-        write_all_atomic({d.dir / "last-applied.key": plan["routing_key"] + "\n"})
+        write_all_atomic({d.dir / "last-applied.key": plan["routing_key"] + "\n",
+                          **_design_files(d, _design_key(plan), (d.dir / "last-applied.lfts").read_text()
+                                          if (d.dir / "last-applied.lfts").exists() else None)})
+
+
+def _design_key(plan: dict) -> str | None:
+    """The design's routing key when the plan was made with nothing down: its tables are then the
+    design tables (`loom.fabrics.infiniband.design`), which the fabric returns to when it heals."""
+    as_built = plan.get("as_built") or {}
+    return plan.get("design_key") if as_built.get("cables_down") == [] else None
+
+
+def _design_files(d: Target, design_key: str | None, lfts: str | None) -> dict:
+    from .design import DESIGN_KEY, DESIGN_LFTS
+
+    if not design_key or not lfts:
+        return {}
+    return {d.dir / DESIGN_LFTS: lfts, d.dir / DESIGN_KEY: f"{design_key} {digest_live(lfts)}\n"}
 
 
 def _finish(d: Target, j: dict, journal: Journal) -> None:
@@ -228,7 +252,8 @@ def _finish(d: Target, j: dict, journal: Journal) -> None:
     write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
                       d.dir / "last-applied.key": (j["routing_key"] + "\n") if j.get("routing_key") else None,
                       d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
-                      d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None})
+                      d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None,
+                      **_design_files(d, j.get("design_key"), _kept(journal, j, "desired_lfts"))})
     journal.clear()
 
 

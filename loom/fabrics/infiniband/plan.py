@@ -1,7 +1,10 @@
 """Plan, Terraform-style, with the fabric itself as the state.
 
-`make_plan` routes and checks the model, reads the live LFTs back from the running fabric
-(`dump_fts`) and records what would change; the plan carries the desired tables, the live
+`make_plan` routes the fabric as it stands — the model's design, minus what the model and the
+lock declare down, minus what the target does not have up now (`loom.expand.asbuilt`) — as the
+minimal repair of the design tables (`design.py`: a dead spine moves what it carried, and when
+it is back the fabric returns to the design), checks it, reads the live LFTs back from the
+running fabric (`dump_fts`, the switches in service) and records what would change; the plan carries the desired tables, the live
 tables it was computed against (for rollback), their digests and a digest of the whole plan
 (`plan_sha256`), which `loom apply` verifies before it re-checks the tables (`checked.py`).
 """
@@ -17,35 +20,35 @@ from pydantic import BaseModel
 
 from loom.checks import Walk, check_balance, check_tables
 from loom.expand import Fabric
+from loom.expand.asbuilt import AsBuilt, load_as_built
+from loom.push.errors import PlanError, TargetError
+from loom.push.packing import digest_live, digest_tables, table_rows
+from loom.push.planfile import content_digest, plan_header
 from loom.qos import plan_qos
 from loom.render.opensm import guid2lid, tables_from_dump
-from loom.routing import route, subnet
+from loom.routing import subnet
 from loom.routing.base import Tables
+from loom.routing.changes import table_changes
+from loom.routing.updown import UpDown
 
 from .checked import failing_checks
-from loom.push.errors import PlanError, TargetError
-from loom.push.planfile import content_digest, plan_header
-from loom.push.packing import digest_live, digest_tables, table_rows
+from .design import as_it_stands, recorded, settled_route
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
 from .qos_readback import digest, mismatches
 from .target import Target
 
-FIXPOINT_ROUNDS = 8
-
 
 def diff_tables(live: Tables, want: Tables) -> dict:
-    """Entries that differ, per switch and in total, and the destinations whose routes move."""
-    import numpy as np
-
+    """Entries that change, per switch and in total, the destinations whose routes move and those
+    only added (`loom.routing.changes`: the count whatif and the watcher make too)."""
+    ch = table_changes(live, want)
     sn = want.subnet
-    changed = live.lft != want.lft
-    per_switch = {sn.name(r): int(n) for r, n in enumerate(changed.sum(axis=1)) if n}
-    moved = np.flatnonzero(changed.any(axis=0))
     return {
-        "switches_touched": len(per_switch),
-        "entries_changed": int(changed.sum()),
-        "per_switch": per_switch,
-        "destinations_moved": [{"lid": int(l), "name": sn.lid_name(int(l))} for l in moved],
+        "switches_touched": ch.switches,
+        "entries_changed": ch.entries,
+        "per_switch": {sn.name(r): int(n) for r, n in enumerate(ch.per_switch()) if n},
+        "destinations_moved": [{"lid": int(l), "name": sn.lid_name(int(l))} for l in ch.destinations_moved],
+        "destinations_added": [{"lid": int(l), "name": sn.lid_name(int(l))} for l in ch.destinations_added],
     }
 
 
@@ -53,19 +56,6 @@ def balance_summary(t: Tables) -> dict:
     b = check_balance(Walk(t))
     return {"max_dest_per_up_port": b.max_dest_per_up_port, "lower_bound": b.lower_bound,
             "storage": b.per_role.get("storage", {}).get("max_dest_per_up_port"), "within_bound": b.within_bound}
-
-
-def settled_route(fabric: Fabric, live: Tables) -> Tables:
-    """Route keeping live choices, then route again with the result as the hint until nothing
-    moves: sticky routing is not idempotent in one step (a fabric far from the model needed up
-    to four applies), and a plan must reach the state the next plan keeps, so one apply converges."""
-    tables = route(fabric, hint=[live])[0]
-    for _ in range(FIXPOINT_ROUNDS):
-        again = route(fabric, hint=[tables])[0]
-        if (again.lft == tables.lft).all():
-            break
-        tables = again
-    return tables
 
 
 def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
@@ -80,41 +70,34 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     if not target.ready():
         raise PlanError(f"{what} of {fabric.name} is not up" +
                         (f"; run `loom sim up {model_path}`" if target.kind == "sim" else " (no SUBNET UP in OpenSM's log)"))
-    if not target.cabled_as(fabric):
-        raise PlanError(f"the fabric is cabled differently from {model_path}: re-cable first (`loom cabling diff` "
-                        f"lists the moves; `loom sim up {model_path}` re-cables the simulation)")
-    down = target.dir / "watch.down.json"
-    if down.exists():
-        raise PlanError(f"`loom watch` routes {fabric.name} around cables that are down ({down.read_text().strip()}): "
-                        "a plan of the intact model would route over them; plan once they are back (the watcher "
-                        "returns to the design tables), or `loom whatif` to see the reroute")
-    pulled = _cables_down_in_the_simulation(fabric, target.dir)
-    if pulled:
-        raise PlanError(f"cables of {fabric.name} are down in the simulation and the model routes over them: "
-                        f"{', '.join(pulled[:8])}{f' and {len(pulled) - 8} more' if len(pulled) > 8 else ''}; bring them "
-                        f"back (`loom sim link up {model_path} CABLE`), declare them (missing_links, docs/asbuilt.md), "
-                        "or let `loom watch` route around them")
-    live_text = target.read_lfts()
-    live_sha = digest_live(live_text)
+    state = state_of(model_path, target)
+    fabric = state.fabric
     sn = subnet(fabric, 0)
+    live_text = target.read_lfts(int(UpDown(sn).live.sum()))
+    live_sha = digest_live(live_text)
     live = tables_from_dump(sn, live_text, "live")
     inputs = target.read_inputs()
     qos = plan_qos(fabric.model)
     # the QoS read-back waits on the fabric (seconds of SMPs), routing and checks on the CPU: both at once
     with ThreadPoolExecutor(1) as pool:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
-        key = routing_key(fabric)
+        key, design_key = routing_key(fabric), routing_key(state.design)
         last = _last_applied(target, fabric)
-        tables = last if last is not None and _key_of_last(target) == key else settled_route(fabric, last or live)
-        failed = failing_checks(check_tables(tables, ebb_samples=0, qos=qos))
+        def failing(t: Tables) -> list[str]:
+            return failing_checks(check_tables(t, ebb_samples=0, qos=qos))
+
+        if last is not None and _key_of_last(target) == key:
+            tables, made, failed = last, "as applied last", failing(last)
+        else:
+            design = recorded(target.dir, design_key, state.design) or settled_route(state.design, last or live)
+            tables, made, failed = as_it_stands(state, design, failing)
         if failed:
             raise PlanError(f"the routing for {fabric.name} fails {failed[0]}; run `loom check {model_path}` for details")
         balance = {"balance_before": balance_summary(live)}
         balance["balance_after"] = balance["balance_before"] if (live.lft == tables.lft).all() else balance_summary(tables)
         qos_part = reading.result()
     drift = []
-    last_sha = target.dir / "last-applied.sha256"
-    if last_sha.exists() and last_sha.read_text().strip() != live_sha:
+    if _drifted(target, sn, live, live_sha, last):
         drift.append("live forwarding tables differ from what loom applied last (changed outside loom)")
     if qos_part["drift"]:
         drift.append(qos_part["drift"])
@@ -127,6 +110,8 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         "live_sha256": live_sha,
         "desired_sha256": digest_tables(tables),
         "routing_key": key,
+        "design_key": design_key,
+        "as_built": {**state.as_dict(), "routing": made},
         "drift": "; ".join(drift) or None,
         "qos": qos_part,
         "changes": diff_tables(live, tables),
@@ -139,16 +124,26 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     return {**plan, "plan_sha256": content_digest(plan)}
 
 
-def _cables_down_in_the_simulation(fabric: Fabric, state: Path) -> list[str]:
-    """Cables `loom sim link down` pulled (`links-down.json`) that the model's fabric still has:
-    a plan of it would route over them (declared ones are not in the fabric at all)."""
-    from loom.push.links import links_down
+def state_of(model_path: Path, target: Target) -> AsBuilt:
+    """The model's design, what is declared down, and what the target observes down now."""
+    state = load_as_built(model_path)
+    try:
+        return state.with_observed(target.missing_cables(state.design))
+    except TargetError as exc:
+        raise PlanError(str(exc)) from None
 
-    pulled = links_down(state)
-    if not pulled:
-        return []
-    cabled = {fabric.cable_id(i) for i in range(len(fabric.cables))}
-    return [c for c in pulled if c in cabled]
+
+def _drifted(target: Target, sn, live: Tables, live_sha: str, last: Tables | None) -> bool:
+    """Do the live tables differ from what loom applied last?  Compared on the switches in
+    service only when loom's copy of them is at hand: a switch that is down or cut off since
+    cannot answer, which is the fabric as it stands, not a change made outside loom."""
+    last_sha = target.dir / "last-applied.sha256"
+    if not last_sha.exists():
+        return False
+    if last is None:
+        return last_sha.read_text().strip() != live_sha
+    rows = UpDown(sn).live
+    return bool((last.lft[rows] != live.lft[rows]).any())
 
 
 def routing_key(fabric: Fabric) -> str:
@@ -198,7 +193,7 @@ def _plan_qos(fabric: Fabric, sn, qos, target: Target, conf: str | None) -> dict
         bad = mismatches(live, part["intent"])
         part["ports_differing"], part["examples"] = len(bad), bad[:5]
         last = target.dir / "last-applied-qos.sha256"
-        if last.exists() and last.read_text().strip() != part["live_sha256"]:
+        if bad and last.exists() and last.read_text().strip() != part["live_sha256"]:
             part["drift"] = f"QoS tables differ from what loom applied last on {len(bad) or 'some'} ports (changed outside loom)"
     return part
 
@@ -219,6 +214,7 @@ class _Changes(BaseModel):
     switches_touched: int
     per_switch: dict[str, int]
     destinations_moved: list[_Moved]
+    destinations_added: list[_Moved] = []
 
 
 class _Qos(BaseModel):

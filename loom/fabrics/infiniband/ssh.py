@@ -131,6 +131,11 @@ class SshTarget:
         switch count that differs (`read_lfts`)."""
         return True
 
+    def missing_cables(self, design: Fabric) -> list[str]:
+        from .observed import missing_discovered
+
+        return missing_discovered(self.run(["ibnetdiscover"]), design)
+
     # ------------------------------------------------------------------ reading the fabric
     def read_lfts(self, expect: int | None = None) -> str:
         res = self._on(self.master).run(_in_scratch("dump_fts"), timeout=READ_TIMEOUT)

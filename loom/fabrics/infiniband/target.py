@@ -52,6 +52,10 @@ class Target(Protocol):
     def cabled_as(self, fabric: Fabric) -> bool:
         """Is the fabric cabled as `fabric` says (as far as the target can tell)?"""
 
+    def missing_cables(self, design: Fabric) -> list[str]:
+        """The design's cables (IDs) that are not up now: the observed part of the fabric as it
+        stands (`loom.fabrics.infiniband.observed`); TargetError if cabled otherwise than the design."""
+
     def read_lfts(self, expect: int | None = None) -> str:
         """Every switch's LFT read over the fabric, in OpenSM's dump format (`dump_fts`); fewer
         than all switches answering is an error, unless `expect` says how many are in service."""
@@ -124,6 +128,13 @@ class SimTarget:
 
     def cabled_as(self, fabric: Fabric) -> bool:
         return self.d.cabled_as(fabric)
+
+    def missing_cables(self, design: Fabric) -> list[str]:
+        from loom.push.links import links_down
+
+        from .observed import missing_in_simulation
+
+        return missing_in_simulation(self.d.dir / "fabric.net", links_down(self.dir), design)
 
     def read_lfts(self, expect: int | None = None) -> str:
         return self.d.dump_fts(expect)

@@ -31,6 +31,7 @@ from typing import Callable
 from loom.checks import check_tables
 from loom.checks.cabling import compare
 from loom.expand import Fabric
+from loom.expand.asbuilt import AsBuilt, Down, load_as_built
 from loom.expand.failures import FailureSet, without
 from loom.expand.live import parse_ibnetdiscover
 from loom.qos import plan_qos
@@ -40,6 +41,7 @@ from loom.routing.asbuilt import unsettled
 
 from .apply import apply_tables
 from .checked import failing_checks
+from .design import as_it_stands, recorded
 from loom.push.errors import TargetError
 from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
 from loom.push.packing import digest_live, digest_tables
@@ -64,8 +66,12 @@ class Event:
 class Watcher:
     def __init__(self, model: Path, fabric: Fabric, target: Target, engine: str = "fattree",
                  hold_down: float = 10.0, log: Callable[[Event], None] = lambda e: None) -> None:
-        self.model, self.fabric, self.target = Path(model), fabric, target
-        self.engine = get_engine(engine)
+        self.model, self.target = Path(model), target
+        # the design, and what the model and the lock declare down (`loom.expand.asbuilt`): routed
+        # around whatever discovery says, as plan does
+        self.state = load_as_built(self.model)
+        self.fabric = self.state.design
+        self.engine = get_engine(engine).name
         self.hold_down = hold_down
         self.log = log
         self.qos = plan_qos(fabric.model) if fabric.technology == "infiniband" else None
@@ -83,11 +89,17 @@ class Watcher:
         self._log_offset = 0
 
     def _design(self) -> Tables:
-        """The tables loom applied last (when they are the intact fabric's), else the model's."""
+        """The design tables loom applied (`design.lfts`), else the tables it applied last when
+        they are the intact fabric's, else the design's routing."""
+        from .plan import routing_key
+
+        kept = recorded(self.target.dir, routing_key(self.fabric), self.fabric)
+        if kept is not None:
+            return kept
         sn = subnet(self.fabric, 0)
         last, copy = self.target.dir / "last-applied.sha256", self.target.dir / "last-applied.lfts"
         if last.exists() and copy.exists() and digest_live(copy.read_text()) == last.read_text().strip() \
-                and not (self.target.dir / "watch.down.json").exists():
+                and not (self.target.dir / "watch.down.json").exists() and not self.state.declared:
             return tables_from_dump(sn, copy.read_text(), "design")
         return route(self.fabric)[0]
 
@@ -150,12 +162,10 @@ class Watcher:
         changed = sorted(self.fabric.cable_id(c) for c in want ^ self.down)
         kind = "down" if want - self.down else "up"
         t1 = time.perf_counter()
-        tables = self._reroute(want)
-        seconds["reroute"] = round(time.perf_counter() - t1, 3)
-        t2 = time.perf_counter()
+        tables, failed, checking = self._reroute(want)
+        seconds["reroute"] = round(time.perf_counter() - t1 - checking, 3)
+        seconds["check"] = round(checking, 3)
         checked = self._in_force()
-        failed = self._failing(tables, checked)
-        seconds["check"] = round(time.perf_counter() - t2, 3)
         names = sorted(self.fabric.cable_id(c) for c in want)
         if failed:
             event = Event("refused", sorted(self.fabric.cable_id(c) for c in self.down), changed, detected, seconds,
@@ -184,11 +194,22 @@ class Watcher:
             self._design_failing = failed
         return failed
 
-    def _reroute(self, down: frozenset[int]) -> Tables:
-        if not down:
-            return self.design
-        failed = without(self.fabric, FailureSet(down, frozenset(), ()))
-        return self.engine.repair(subnet(failed, 0), self.design)
+    def _reroute(self, down: frozenset[int]) -> tuple[Tables, list[str], float]:
+        """The tables for the fabric with `down` and what is declared down (the design's if
+        nothing is: `design.as_it_stands`, as plan makes them), the checks they fail, and the
+        seconds the checks took."""
+        checked, spent = self._in_force(), [0.0]
+
+        def failing(t: Tables) -> list[str]:
+            t0 = time.perf_counter()
+            try:
+                return self._failing(t, checked)
+            finally:
+                spent[0] += time.perf_counter() - t0
+
+        seen = tuple(Down(self.fabric.cable_id(c), "observed", (c,)) for c in sorted(down))
+        tables, _, failed = as_it_stands(AsBuilt(self.fabric, self.state.declared, seen), self.design, failing, self.engine)
+        return tables, failed, spent[0]
 
     def _in_force(self) -> Tables | None:
         """The tables this watcher applied last, if they are still what loom last applied (nobody
