@@ -30,24 +30,29 @@ from .updown import UpDown
 
 
 def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.ndarray,
-                  soft: np.ndarray | None = None, settled: np.ndarray | None = None) -> list[str]:
+                  soft: np.ndarray | None = None, settled: np.ndarray | None = None,
+                  made_for: Subnet | None = None) -> list[str]:
     """Fix `lft` in place as described in the module doc; returns warnings.  `priority[lid]` ≥ 1
     (higher moves last); `soft[switch, lid]` entries move first (priority 0 on that switch).
     `settled[switch]` (a repair): the switch has the ports the tables were made for, so it was
     at its bound and is rebalanced only if its entries, or the destinations reaching it, changed
-    — leaving the others alone is both the minimal churn and most of the speed of a repair."""
+    — leaving the others alone is both the minimal churn and most of the speed of a repair.
+    What reached a switch is counted on `made_for`, the subnet the tables were made for: on the
+    failed one, traffic the failure cut would already be missing, and a switch that lost some
+    (a spine in another zone, fed over the inter-zone links) would look unchanged while its
+    bound fell."""
     ud = UpDown(sn)
     warnings = []
     cut = ud.cut_off()
     if cut:
         shown = ", ".join(cut[:8]) + (f" and {len(cut) - 8} more" if len(cut) > 8 else "")
         warnings.append(f"plane {sn.plane}: cut off from the subnet manager, left out of the tables: {shown}")
+    lids = np.flatnonzero(ud.live_lids)
+    if settled is not None:  # before the cut-off part is cleared: a destination gone is a change too
+        start, reached = lft.copy(), carried(made_for or sn, lft, lids)
     lft[~ud.live, :] = NO_ROUTE
     lft[:, ~ud.live_lids] = NO_ROUTE
     target = ud.targets(lft)
-    lids = np.flatnonzero(ud.live_lids)
-    if settled is not None:
-        start, reached = lft.copy(), carried(sn, lft, lids)
     _legalize(ud, lft, target, lids, roles)
     # level by level, since a lower level's choices decide what reaches the next one
     as_carried = None  # the tables `used` was computed for: a level that moved nothing needs no new one
@@ -104,11 +109,12 @@ def _reached(tables) -> np.ndarray:
 def affected_destinations(tables, failed: Subnet) -> np.ndarray:
     """[lid] True where a switch that still has links sends the LID out of a port whose cable
     `failed` (the same fabric after failures) no longer has: the destinations a failure forces
-    to move.  A switch left with no links at all is out of service; its entries do not count."""
+    to move.  A switch left with no links at all is out of service; its entries do not count,
+    and a destination cut off with it does not move, it is gone (`loom.routing.changes`)."""
     sn = tables.subnet
     lost = (sn.peer_kind != 0) & (failed.peer_kind == 0)  # [sw, port] cabled in the design, gone now
     lost &= (failed.peer_kind != 0).any(axis=1)[:, None]
-    return lost[np.arange(sn.n)[:, None], sn.out_port(tables.lft)].any(axis=0)
+    return lost[np.arange(sn.n)[:, None], sn.out_port(tables.lft)].any(axis=0) & UpDown(failed).live_lids
 
 
 def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.ndarray, lids: np.ndarray) -> DownLoads:

@@ -293,7 +293,8 @@ class FatTreeEngine:
         anything, not a recompute that reshuffles the whole fabric."""
         lft = tables.lft.copy()
         keep = 1 + ~affected_destinations(tables, sn)  # unaffected destinations move last
-        warnings = fit_to_fabric(sn, lft, self._roles(sn), keep.astype(np.int64), settled=same_ports(tables.subnet, sn))
+        warnings = fit_to_fabric(sn, lft, self._roles(sn), keep.astype(np.int64), settled=same_ports(tables.subnet, sn),
+                                 made_for=tables.subnet)
         return Tables(sn, lft, self.name + "+repair", tuple(warnings))
 
     @classmethod
