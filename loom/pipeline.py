@@ -29,11 +29,12 @@ def _direct(name: str, fn: Callable, *args):
     return fn(*args)
 
 
-def load(model: Path, as_built: bool = True):
-    """model → expand: the fabric of a model file, with its lock file (ModelError if invalid)."""
+def load(model: Path, as_built: bool = True, marked: bool = True):
+    """model → expand: the fabric of a model file, with its lock file (ModelError if invalid);
+    `marked=False`: with the cables `loom mark down` takes out of routing (the floor's cabling)."""
     from loom.expand import load_fabric
 
-    return load_fabric(model, as_built=as_built)
+    return load_fabric(model, as_built=as_built, marked=marked)
 
 
 def route(fabric, engine: str = "auto") -> list:

@@ -49,15 +49,17 @@ END_A = typer.Argument(..., help="a device and port, `z0-leaf3:21` (or `z0-leaf3
 END_B = typer.Argument(None, help="the far end (optional; picks among parallel cables, or checks A's far end)")
 
 
-def load_model(path: Path) -> Fabric:
-    """The expanded model; a missing file is a usage error (exit 2), an invalid model a finding (exit 1)."""
+def load_model(path: Path, marked: bool = True) -> Fabric:
+    """The expanded model; a missing file is a usage error (exit 2), an invalid model a finding
+    (exit 1).  `marked=False` keeps what `loom mark down` takes out of routing (the simulator's
+    commands: a mark changes no cable)."""
     from loom.model import ModelError
 
     if not path.exists() and not path.is_symlink():
         print_error(f"{path}: no such file; give the path of a model file, e.g. topology/tiny.yaml")
         raise typer.Exit(2)
     try:
-        return pipeline.load(path)
+        return pipeline.load(path, marked=marked)
     except ModelError as exc:
         print_model_error(path, exc)
         raise typer.Exit(1) from None

@@ -30,7 +30,7 @@ def sim_up(model: Path = MODEL_ARG) -> None:
     run live are refused with the size they need.
 
     Exit 0 up; 1 it did not come up (the message names the log)."""
-    fabric = load_model(model)
+    fabric = load_model(model, marked=False)
     with refusals(model):
         backend_of(fabric).sim_up(model, fabric, UI)
 
@@ -42,7 +42,7 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
     Refuses while an apply runs unless --force.
 
     Exit 0 stopped (or nothing ran); 1 refused (an apply holds the lock)."""
-    fabric = load_model(model)
+    fabric = load_model(model, marked=False)
     with refusals(model):
         backend_of(fabric).sim_down(fabric, force, UI)
 
@@ -52,14 +52,14 @@ def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = J
     """Show whether the fabric's ibsim and OpenSM run and the subnet is up (an Ethernet model:
     whether every FRR daemon and namespace of the live simulation runs). Exit 0 if up."""
     as_json = json_wanted(fmt, as_json)
-    fabric = load_model(model)
+    fabric = load_model(model, marked=False)
     raise typer.Exit(0 if backend_of(fabric).sim_status(fabric, as_json, UI) else 1)
 
 
 def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
     from loom.expand.failures import FailureSpecError, parse_link
 
-    fabric = load_model(model)
+    fabric = load_model(model, marked=False)
     try:
         cables = parse_link(fabric, a, b)
     except FailureSpecError as exc:
@@ -126,7 +126,7 @@ def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | N
               ready=lambda: progress(f"first discovery done: {len(w.down)} cables routed around; watching"))
     except (PlanError, TargetError) as exc:
         fail(exc)
-    progress("watcher stopped" + (f"; the fabric is routed around {', '.join(sorted(map(fabric.cable_id, w.down)))}"
+    progress("watcher stopped" + (f"; the fabric is routed around {', '.join(sorted(map(w.fabric.cable_id, w.down)))}"
                                    if w.down else ""))
 
 

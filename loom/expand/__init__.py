@@ -6,15 +6,16 @@ from .lockfile import Lock, lock_path, read_lock, with_as_built
 _NEXT_TO_MODEL = object()
 
 
-def load_fabric(path, lock=_NEXT_TO_MODEL, as_built: bool = True):
+def load_fabric(path, lock=_NEXT_TO_MODEL, as_built: bool = True, marked: bool = True):
     """Load, validate and expand a model file; every problem names the file and line.
 
     The lock file next to the model (`lock_path`) is read first unless `lock` is given (a `Lock`,
     or None to place everything by policy).  The lock's `as_built` entries (what NetBox says is
     not on the floor) join the zones' `missing_links` / `missing_switches`, and the cables of what
     an operator marked down (`down`, `loom mark`) are left out, unless `as_built` is False (the
-    design as drawn: what `loom netbox plan` puts in NetBox).  `loom.expand.asbuilt` keeps the
-    design and what is down apart, for the commands that compare the two."""
+    design as drawn: what `loom netbox plan` puts in NetBox) or `marked` is (the cabling on the
+    floor, which a mark does not change: what the simulator cables).  `loom.expand.asbuilt` keeps
+    the design and what is down apart, for the commands that compare the two."""
     from loom.model import ModelError, load_model, locate
 
     model = load_model(path)
@@ -27,10 +28,10 @@ def load_fabric(path, lock=_NEXT_TO_MODEL, as_built: bool = True):
         fabric = expand(model, lock, lock_file)
     except ModelError as exc:
         raise (exc if exc.file else locate(path, exc)) from None
-    return _without_marked(fabric) if as_built else fabric
+    return without_marked(fabric) if as_built and marked else fabric
 
 
-def _without_marked(fabric):
+def without_marked(fabric):
     """The fabric without the cables of what `loom mark down` declared (a name the model no
     longer has takes nothing out: `loom status` shows it)."""
     from .failures import FailureSet, FailureSpecError, parse_failures, without
@@ -45,4 +46,4 @@ def _without_marked(fabric):
 from .fabric import CABLE_KINDS, HOST, SWITCH, Cables, Fabric, HostPort, Node, Switch
 
 __all__ = ["CABLE_KINDS", "HOST", "SWITCH", "Cables", "Fabric", "HostPort", "Node", "Switch", "Lock", "expand",
-           "load_fabric", "lock_path", "read_lock"]
+           "load_fabric", "lock_path", "read_lock", "without_marked"]

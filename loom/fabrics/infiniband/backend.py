@@ -22,6 +22,7 @@ class InfiniBand:
     def sim_up(self, model: Path, fabric: Fabric, ui: Ui) -> None:
         """ibsim with the fabric and OpenSM on its SM node, up to SUBNET UP (idempotent), under
         the fabric lock; an interrupted apply is resolved first and only checked tables load."""
+        from loom.expand import without_marked
         from loom.push import audit
         from loom.push.engine import take_lock
         from loom.push.errors import PlanError
@@ -43,7 +44,7 @@ class InfiniBand:
         try:
             recover(SimTarget(d), progress=ui.progress)
             if not d.up_and_running() and d.lfts_file.exists():
-                failed = check_input_file(fabric, d.lfts_file.read_text())
+                failed = check_input_file(without_marked(fabric), d.lfts_file.read_text())  # routed around marks
                 if failed:
                     rejected = d.lfts_file.with_name("lfts.dump.rejected")
                     d.lfts_file.replace(rejected)

@@ -10,11 +10,15 @@ After a trap, discovery asks only the switches that sent one for their ports' st
 through the target, compared with the model (`loom.checks.cabling`): the model cables found on
 neither end are down.
 
-What is applied is always computed from the design tables (the tables loom applied last on the
-intact fabric, else the model's routing), never from the previous reroute: the engine's `repair`
-for the cables down now, or the design itself when nothing is down.  A cable that comes back is
-treated as down until it has stayed up for `hold_down` seconds (a flapping link does not make
-the fabric reroute twice a second); a cable that goes down is acted on at once.
+What is applied is always computed from the design tables (`design.py`: the tables loom applied
+on the intact fabric, else the design's routing), never from the previous reroute, by the
+function plan uses (`design.as_it_stands`): the minimal repair for what is down now — observed
+here, or declared in the model and the lock (`loom mark`) — widened if it fails a check, or the
+design itself when nothing is down.  A cable that comes back is treated as down until it has
+stayed up for `hold_down` seconds (a flapping link does not make the fabric reroute twice a
+second); a cable that goes down is acted on at once.  A new watcher starts from what the last
+one routed around (`watch.down.json`) and makes sure loom's last tables are the ones for the
+fabric as it finds it (its predecessor may have died in the middle of a reroute).
 
 Every event is logged (JSON lines, `watch.log` in the target's state directory) with the time
 from detection to verified tables and the entries changed.
@@ -79,6 +83,7 @@ class Watcher:
         # cables the tables in force route around: where the last watcher left them (its state
         # outlives it, so a watcher started after the cables came back returns to the design)
         self.down: frozenset[int] = self._recorded_down()
+        self.synced = False  # has a step checked that loom's last tables are the ones for `down`?
         self.seen_down: frozenset[int] = frozenset()  # cables the last discovery found down
         self.trapped: set[int] = set()  # switches (GUIDs) whose link-state traps are not yet looked at
         # the tables this watcher verified last, or the design when it is what loom applied last (`_in_force`)
@@ -157,12 +162,15 @@ class Watcher:
         held = {c for c, t in self.back_since.items() if now - t < self.hold_down}
         self.back_since = {c: t for c, t in self.back_since.items() if c in held}
         want = frozenset(found | held)
-        if want == self.down:
+        if want == self.down and self.synced:
             return None
         changed = sorted(self.fabric.cable_id(c) for c in want ^ self.down)
-        kind = "down" if want - self.down else "up"
+        kind = "down" if want - self.down or (not changed and want) else "up"
         t1 = time.perf_counter()
         tables, failed, checking = self._reroute(want)
+        if not changed and self._is_last_applied(tables):  # a new watcher, and loom's tables are right
+            self.synced = True
+            return None
         seconds["reroute"] = round(time.perf_counter() - t1 - checking, 3)
         seconds["check"] = round(checking, 3)
         checked = self._in_force()
@@ -175,7 +183,7 @@ class Watcher:
             result = apply_tables(self.target, self.model, tables, "watch", previous=checked, cables_down=names)
             seconds["apply"] = round(time.perf_counter() - t3, 3)
             if result.ok:
-                self.down, self.applied = want, tables
+                self.down, self.applied, self.synced = want, tables, True
                 self._record_down()
             event = Event(kind if result.ok else "failed", sorted(self.fabric.cable_id(c) for c in self.down), changed,
                           detected, seconds, result.entries_changed, result.ok, result.message)

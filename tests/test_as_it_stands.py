@@ -1,0 +1,149 @@
+"""The fabric as it stands (issue 32): one state — the design, what the model and the lock declare
+down, what the target observes down — and the commands that write and show it (`loom mark`,
+`loom status`), without a running fabric."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from loom.expand import load_fabric
+from loom.expand.asbuilt import load_as_built
+from loom.expand.failures import parse_failures
+from loom.fabrics.infiniband.observed import missing_in_simulation
+from loom.push.errors import TargetError
+from loom.render.ibsim import ibsim_net
+from loom.routing import route
+from loom.routing.base import NO_ROUTE
+from loom.routing.changes import table_changes
+
+from .simfabric import TOPO, loom
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    """A copy of tiny with its lock (marks are written there), and a private state directory."""
+    for suffix in (".yaml", ".lock.json"):
+        shutil.copy(TOPO / f"tiny{suffix}", tmp_path / f"tiny{suffix}")
+    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "tiny.yaml"
+
+
+def declare_in_model(model, text: str) -> None:
+    """Add `missing_*` entries (flow-style YAML, `missing_links: [...]`) to zone z0 of the model."""
+    body = model.read_text()
+    anchor = "leaf_down: 4, leaf_up: 4}"
+    line = next(l for l in body.splitlines() if "{name: z0," in l)
+    model.write_text(body.replace(line, line.replace(anchor, f"leaf_down: 4, leaf_up: 4, {text}}}"), 1))
+
+
+def test_declared_in_the_model_is_the_same_fabric_the_expansion_builds(tiny):
+    declare_in_model(tiny, "missing_links: [{leaf: 1, up_port: 2}], missing_switches: [{role: spine, index: 1}]")
+    state = load_as_built(tiny)
+    assert {(d.name, d.source) for d in state.declared} == {("z0-leaf1/7", "model"), ("z0-spine1", "model")}
+    assert len(state.design.cables) == len(load_fabric(TOPO / "tiny.yaml").cables)  # the design has them all
+    routed = load_fabric(tiny)  # what route and check take: a down switch keeps its cables, carrying nothing
+    ids = {routed.cable_id(i) for i in range(len(routed.cables))} - \
+        {routed.cable_id(i) for i in parse_failures(routed, ["z0-spine1"]).cables}
+    assert {state.fabric.cable_id(i) for i in range(len(state.fabric.cables))} == ids
+    assert state.cable_names(state.cables_down) == sorted({"z0-leaf1/7"} | {f"z0-leaf{l}/{p}" for l in range(4) for p in (6, 8)})
+
+
+def test_observed_joins_without_repeating_what_is_declared(tiny):
+    declare_in_model(tiny, "missing_links: [{leaf: 1, up_port: 2}]")
+    state = load_as_built(tiny).with_observed(["z0-leaf1/7", "z0-leaf0/5", "no-such/1"])
+    assert [d.name for d in state.observed] == ["z0-leaf0/5"]
+    assert state.cable_names(state.cables_down) == ["z0-leaf0/5", "z0-leaf1/7"]
+
+
+def test_mark_down_and_up(tiny):
+    code, out = loom("mark", "down", str(tiny), "z0-spine1", "z0-leaf2:5", "--reason", "PSU failed", "--until", "2026-01-02")
+    assert code == 0 and "z0-spine1, z0-leaf2/5 (9 cables)" in out, out
+    lock = json.loads(tiny.with_name("tiny.lock.json").read_text())
+    assert lock["down"]["z0-spine1"]["reason"] == "PSU failed" and lock["down"]["z0-leaf2/5"]["until"] == "2026-01-02"
+    assert loom("lock", str(tiny), "--check")[0] == 0  # the digest covers the marks; the lock still matches
+    code, out = loom("status", str(tiny))
+    assert code == 1 and "z0-spine1  (loom mark, 8 cables): PSU failed" in out and "OVERDUE" in out, out
+    status = json.loads(loom("status", str(tiny), "--json")[1])
+    assert {d["name"] for d in status["declared"]} == {"z0-spine1", "z0-leaf2/5"} and status["declared"][0]["overdue"]
+    fabric = load_fabric(tiny)  # route and check route around the marks
+    ids = {fabric.cable_id(i) for i in range(len(fabric.cables))}
+    assert "z0-leaf2/5" not in ids and not any(i.startswith("z0-leaf0/6") for i in ids)
+    assert "z0-leaf2/5" in {f.cable_id(i) for f in [load_fabric(tiny, marked=False)] for i in range(len(f.cables))}
+    code, out = loom("check", str(tiny))
+    assert code == 0, out
+    code, out = loom("mark", "up", str(tiny), "z0-spine1:1")  # a cable of the switch is not the switch's mark
+    assert code == 0 and "not marked down" in out, out
+    assert loom("mark", "up", str(tiny), "z0-spine1", "z0-leaf2/5")[0] == 0
+    assert loom("status", str(tiny))[0] == 0 and "down" not in json.loads(tiny.with_name("tiny.lock.json").read_text())
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["down", "z0-leaf9", "--reason", "x"], 2, "no switch or NIC named `z0-leaf9`"),
+    (["down", "z0-spine1", "--reason", "x", "--until", "next week"], 2, "write it as YYYY-MM-DD"),
+    (["down", "z0-spine1"], 2, "--reason"),
+])
+def test_mark_refuses_bad_input_and_writes_nothing(tiny, args, code, words):
+    before = tiny.with_name("tiny.lock.json").read_bytes()
+    got, out = loom("mark", args[0], str(tiny), *args[1:])
+    assert got == code and words in out, out
+    assert tiny.with_name("tiny.lock.json").read_bytes() == before
+
+
+def test_mark_needs_a_lock_and_refuses_what_the_model_declares(tiny):
+    declare_in_model(tiny, "missing_switches: [{role: spine, index: 1}]")
+    code, out = loom("mark", "up", str(tiny), "z0-spine1")
+    assert code == 1 and "declared down by the model" in out and "missing_*" in out, out
+    tiny.with_name("tiny.lock.json").unlink()
+    code, out = loom("mark", "down", str(tiny), "z0-leaf0", "--reason", "x")
+    assert code == 1 and "loom lock" in out, out
+
+
+def test_status_shows_what_the_simulation_and_the_watcher_observed(tiny, tmp_path):
+    state = tmp_path / "state" / "tiny"
+    state.mkdir(parents=True)
+    (state / "links-down.json").write_text(json.dumps({"down": ["z0-leaf0/5"]}))
+    (state / "watch.down.json").write_text("not json")  # a damaged record is not fatal to status
+    code, out = loom("status", str(tiny))
+    assert code == 1 and "pulled in the simulation" in out and "z0-leaf0/5" in out and "Traceback" not in out, out
+
+
+def test_the_simulation_observes_pulled_and_never_cabled_cables(tmp_path):
+    design = load_as_built(TOPO / "tiny.yaml").design
+    net = tmp_path / "fabric.net"
+    declared = load_fabric(TOPO / "tiny.yaml")
+    net.write_text(ibsim_net(declared, 0))
+    assert missing_in_simulation(net, [], design) == []
+    assert missing_in_simulation(net, ["z0-leaf0/5", "elsewhere/1"], design) == ["z0-leaf0/5"]
+    text = net.read_text()
+    leaf3 = re.search(r'^Switch \d+ "z0-leaf3"\n(.*?)\n\n', text, re.M | re.S).group(1)
+    far = re.search(r'^\[6\] "([^"]+)"\[(\d+)\]', leaf3, re.M)
+    gone = [l for l in text.splitlines() if (l.startswith("[6]") and l in leaf3.splitlines())
+            or l.startswith(f'[{far.group(2)}] "z0-leaf3"[6]')]
+    assert len(gone) == 2  # ibsim lists a cable from both ends
+    net.write_text("\n".join(l for l in text.splitlines() if l not in gone) + "\n")
+    assert missing_in_simulation(net, [], design) == ["z0-leaf3/6"]  # never cabled
+    net.write_text(text.replace('"z0-spine0"[1]', '"z0-spine1"[1]', 1))  # a cable on another switch
+    with pytest.raises(TargetError, match="cabled differently"):
+        missing_in_simulation(net, [], design)
+
+
+def test_one_count_of_a_change():
+    """Moved, added and removed are told apart on the switches in service; the count plan,
+    whatif and the watcher report."""
+    fabric = load_fabric(TOPO / "tiny.yaml")
+    before = route(fabric)[0]
+    after = before.__class__(before.subnet, before.lft.copy(), "x", ())
+    sn = before.subnet
+    lids = np.flatnonzero(before.lft[0] != NO_ROUTE)
+    a, b = int(lids[0]), int(lids[1])
+    after.lft[0, a] = 200 if before.lft[0, a] != 200 else 201  # moved
+    before.lft[1, b] = NO_ROUTE  # added: routed nothing before
+    ch = table_changes(before, after)
+    assert ch.entries == 2 and ch.switches == 2
+    assert a in ch.destinations_moved.tolist() and b in ch.destinations_added.tolist()
+    assert sn.n >= 2

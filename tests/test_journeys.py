@@ -1,0 +1,151 @@
+"""Journeys across commands on the simulated fabric (issue 32): each ends with `loom plan` saying
+"No changes" and counts that agree between the commands that state them.
+
+- A spine dies and stays dead for a week: pulled, marked, planned, applied; back, marked up,
+  returned to the design.  The plan around it moves exactly the destinations the spine carried
+  in the design tables (`affected_destinations`: what `whatif` counts), the return moves them
+  back and nothing else (the spine's own table is *added*, not moved), then zero.
+- The watcher killed in the middle of a reroute (SIGKILL with `apply.journal` present): the next
+  plan restores, then routes around the pulled cable — never "No changes" over it — and a new
+  watcher, after the cable is back, returns to the design.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from loom.expand.asbuilt import load_as_built
+from loom.fabrics.infiniband.daemon import Daemons
+from loom.render.opensm import tables_from_dump
+from loom.routing import subnet
+from loom.routing.asbuilt import affected_destinations
+
+from .load import slack, wait_for, wait_line
+from .simfabric import TOPO, loom, procs_using
+
+HERE = Path(__file__).parent
+
+pytestmark = pytest.mark.sim
+
+
+@pytest.fixture
+def fabric_up(request, tmp_path, monkeypatch):
+    """A copy of a reference model (its lock too: marks are written there) up in the simulator
+    under a private state directory, with loom's design tables applied."""
+    name = request.param
+    for suffix in (".yaml", ".lock.json"):
+        shutil.copy(TOPO / f"{name}{suffix}", tmp_path / f"{name}{suffix}")
+    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
+    model = str(tmp_path / f"{name}.yaml")
+    code, out = loom("sim", "up", model)
+    assert code == 0, out
+    d = Daemons.of(load_as_built(model).design.name)
+    assert loom("plan", model)[0] == 2 and loom("apply", "--model", model)[0] == 0
+    yield model, d
+    loom("sim", "down", "--force", model)
+    assert procs_using(d.dir) == []
+
+
+def last_plan(d) -> dict:
+    return json.loads((d.dir / "last-plan.json").read_text())
+
+
+def moved(plan: dict) -> set[int]:
+    return {m["lid"] for m in plan["changes"]["destinations_moved"]}
+
+
+def no_changes(model: str) -> str:
+    code, out = loom("plan", model)
+    assert code == 0 and "No changes" in out, out
+    return out
+
+
+@pytest.mark.parametrize("fabric_up, spine", [("tiny", "z0-spine1"),
+                                              pytest.param("fire-flyer-2", "z0-spine4", marks=pytest.mark.slow)],
+                         indirect=["fabric_up"])
+def test_a_spine_dead_for_a_week(fabric_up, spine):
+    model, d = fabric_up
+    state = load_as_built(model)
+    design = tables_from_dump(subnet(state.design, 0), (d.dir / "design.lfts").read_text(), "design")
+    assert (d.dir / "design.lfts").read_text() == (d.dir / "last-applied.lfts").read_text()
+    code, out = loom("sim", "link", "down", model, spine)  # it dies ...
+    assert code == 0, out
+    code, out = loom("mark", "down", model, spine, "--reason", "PSU failed, RMA 1234", "--until", "2026-12-03")
+    assert code == 0 and "marked down" in out, out
+    code, out = loom("status", model)  # ... declared and observed, both shown
+    assert code == 1 and f"{spine}  (loom mark" in out and "PSU failed" in out and "pulled in the simulation" in out, out
+    code, out = loom("plan", model)
+    assert code == 2 and "minimal repair" in out and spine in out, out
+    around = last_plan(d)
+    carried = affected_destinations(design, subnet(load_as_built(model).fabric, 0))
+    assert moved(around) == set(np.flatnonzero(carried).tolist()) and around["changes"]["destinations_added"] == []
+    assert loom("apply", "--model", model)[0] == 0
+    assert "as it stands" in no_changes(model)
+    # a week later: the technician is done, the operator marks it up
+    assert loom("sim", "link", "up", model, spine)[0] == 0
+    code, out = loom("mark", "up", model, spine)
+    assert code == 0 and "marked up" in out, out
+    code, out = loom("plan", model)
+    assert code == 2 and "as built" not in out, out
+    back = last_plan(d)
+    assert moved(back) == moved(around)  # what moved away moves back, nothing else
+    spine_lid = next(s.lid for s in state.design.switches if s.name == spine)
+    assert back["changes"]["per_switch"][spine] > 0 and spine_lid not in moved(back)
+    assert loom("apply", "--model", model)[0] == 0
+    assert "as it stands" not in no_changes(model)
+    assert (d.dir / "design.lfts").read_text() == (d.dir / "last-applied.lfts").read_text()
+    assert loom("status", model)[0] == 0
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_the_watcher_killed_mid_reroute(fabric_up, tmp_path):
+    """SIGKILL while the watcher's apply holds its journal; plan settles it, routes around the
+    pulled cable (the watcher's own reroute: nothing to change), and after the cable is back a
+    new watcher returns the fabric to the design."""
+    model, d = fabric_up
+    watcher = subprocess.Popen([sys.executable, str(HERE / "apply_with_fault.py"), "--run", "written", "KILL", "watch",
+                                model, "--interval", "0.5", "--hold-down", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_line(watcher, "watching", 120)
+        assert loom("sim", "link", "down", model, "z0-leaf0:5")[0] == 0
+        assert watcher.wait(timeout=120 * slack()) == -signal.SIGKILL  # it killed itself with its tables written
+    finally:
+        watcher.kill()
+        watcher.wait()
+    assert (d.dir / "apply.journal").exists()
+    code, out = loom("plan", model)  # settles the journal, then plans around the pulled cable
+    assert "observed: z0-leaf0/5" in out, out
+    if code == 2:
+        assert loom("apply", "--model", model)[0] == 0
+    plan = last_plan(d)
+    leaf0 = plan["desired_lfts"]["z0-leaf0"]["rows"]
+    assert all(port != 5 for _, port in leaf0)  # nothing leaves by the pulled cable
+    assert "as it stands" in no_changes(model)
+    assert loom("sim", "link", "up", model, "z0-leaf0:5")[0] == 0
+    watcher = subprocess.Popen([sys.executable, "-m", "loom.cli", "watch", model, "--interval", "0.5", "--hold-down", "0",
+                                "--for", "20"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_for("the watcher's return to the design", lambda: not (d.dir / "watch.down.json").exists()
+                 and (d.dir / "design.lfts").read_text() == (d.dir / "last-applied.lfts").read_text(), 120)
+    finally:
+        watcher.terminate()
+        watcher.wait()
+    assert "as it stands" not in no_changes(model)
+
+
+def test_the_design_tables_are_kept_only_from_an_intact_fabric():
+    """`design.lfts` is written by an apply of a plan made with nothing down (the plan's
+    `as_built.cables_down` empty): a plan around a failure never becomes the design."""
+    from loom.fabrics.infiniband.apply import _design_key
+
+    assert _design_key({"design_key": "k", "as_built": {"cables_down": []}}) == "k"
+    assert _design_key({"design_key": "k", "as_built": {"cables_down": ["z0-leaf0/5"]}}) is None
+    assert _design_key({"design_key": "k"}) is None  # a plan of an older loom: not known to be intact
