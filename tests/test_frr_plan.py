@@ -32,6 +32,7 @@ class PaperSwitches:
 
     def __init__(self, directory: Path, running: dict[str, str], fibs: dict[str, dict]) -> None:
         self.dir, self.running, self.fibs = directory, running, fibs
+        self.no_carrier: set[str] = set()  # "switch/ifname" of interfaces whose cable is pulled
 
     def spec(self) -> dict:
         return {"kind": "sim", "technology": "ethernet"}
@@ -50,6 +51,10 @@ class PaperSwitches:
 
     def running_config(self, switch: str) -> str:
         return self.running[switch]
+
+    def links(self, switch: str) -> str:
+        ifs = {x.split("/", 1)[1] for x in self.no_carrier if x.startswith(switch + "/")}
+        return json.dumps([{"ifname": i, "flags": ["BROADCAST", "UP"]} for i in sorted(ifs)])
 
     def fib(self, switch: str) -> dict:
         return self.fibs[switch]
@@ -180,3 +185,24 @@ def test_show_reads_an_ethernet_plan_with_its_configuration_lines(tmp_path):
     path.write_text(json.dumps(broken))
     r = CliRunner().invoke(app, ["show", str(path)])
     assert r.exit_code == 1 and "make a new plan" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_pulled_cable_is_named_and_planned_as_the_fabric_stands(tmp_path):
+    """Issue 32: a cable without carrier is observed down (the switches' own `ip -j link`); the
+    plan names it and intends the FIBs BGP leaves without it, the configurations unchanged (the
+    session over it just goes down), and apply's check accepts exactly that plan."""
+    from loom.expand import SWITCH
+    from loom.render.frr_intent import interface_names
+
+    f = load_fabric(SMALL)
+    target = paper(tmp_path, intent_of(f))
+    c = f.cables
+    i = next(i for i in range(len(c)) if int(c.a_kind[i]) == SWITCH and int(c.b_kind[i]) == SWITCH)
+    sw, port = int(c.a_dev[i]), int(c.a_port[i])
+    target.no_carrier = {f"{f.switches[sw].name}/{interface_names(f)[(sw, port)]}"}
+    p = make_frr_plan(SMALL, f, target)
+    assert [d["name"] for d in p["as_built"]["observed"]] == [f.cable_id(i)]
+    assert p["changes"]["switches_touched"] == 0 and p["changes"]["fib_differing"] > 0  # BGP withdraws, nothing to configure
+    assert check_frr_plan(p).fibs != intent_of(f).fibs
+    target.fibs = {k: {q: set(h) for q, h in v.items()} for k, v in check_frr_plan(p).fibs.items()}  # BGP converged
+    assert not frr_has_changes(make_frr_plan(SMALL, f, target))

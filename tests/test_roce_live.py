@@ -20,6 +20,7 @@ from loom.fabrics.ethernet import lab as frr_lab
 from loom.fabrics.ethernet.lab import FrrLab
 from loom.push.journal import Journal
 
+from .load import wait_for
 from .simfabric import loom
 
 pytestmark = pytest.mark.slow
@@ -189,3 +190,40 @@ def test_sim_link_pulls_a_cable_of_the_live_lab(lab):
     assert code == 0 and f"link up: {cable}" in out, out
     lab.wait(lambda: lab.sessions(leaf.name)[0] == established, "the BGP session back", 60)
     assert json.loads(loom("sim", "status", LAB, "--format", "json")[1])["links_down"] == []
+
+
+def test_a_pulled_cable_and_a_marked_one_are_planned_as_the_fabric_stands(lab, tmp_path):
+    """Issue 32 on Ethernet: a pulled cable is named by the plan (observed on the switches' own
+    links), BGP withdraws its routes and the plan says so ("as it stands"), applying whatever
+    is left verifies; a cable marked down takes its BGP neighbours out of the configuration;
+    marked up and back, the next plan returns to the design.  Every leg ends with "No changes"."""
+    import shutil
+
+    for name in ("roce-lab.yaml", "roce-lab.lock.json"):  # a copy: the mark goes into its lock
+        shutil.copy(Path(LAB).with_name(name), tmp_path / name)
+    model = str(tmp_path / "roce-lab.yaml")
+
+    def settled() -> str:
+        """Plan until BGP has converged (a plan made while it reconverges shows FIB differences;
+        applying such a plan only waits for the same), then apply if needed: "No changes"."""
+        code, out = loom("plan", model)
+        if code == 2:
+            assert loom("apply", "--model", model)[0] == 0
+            code, out = loom("plan", model)
+        assert code == 0 and "No changes" in out, out
+        return out
+
+    settled()
+    assert loom("sim", "link", "down", model, "p0-lab-leaf0:5")[0] == 0
+    out = wait_for("BGP to withdraw the pulled cable's routes", lambda: (lambda r: r[1] if r[0] == 0 else None)(loom("plan", model)), 60)
+    assert "observed: p0-lab-leaf0/5" in out and "as it stands" in out, out
+    code, out = loom("mark", "down", model, "p0-lab-leaf0/5", "--reason", "CRC errors")
+    assert code == 0, out
+    code, out = loom("plan", model)
+    assert code == 2 and "declared: p0-lab-leaf0/5 (CRC errors)" in out, out  # its BGP neighbours leave the configuration
+    assert "as it stands" in settled()
+    assert loom("sim", "link", "up", model, "p0-lab-leaf0:5")[0] == 0
+    assert loom("mark", "up", model, "p0-lab-leaf0/5")[0] == 0
+    code, out = loom("plan", model)
+    assert code == 2 and "as built" not in out, out
+    assert "as it stands" not in settled()

@@ -81,7 +81,7 @@ def mark_down(model: Path = MODEL_ARG, names: list[str] = NAMES_ARG,
     mark = Mark(reason=reason, until=until, by=getpass.getuser(), since=since)
     write(lock_path(model), lock_text(lock.model_copy(update={"down": {**lock.down, **{k: mark for k in keys}}})))
     cables = len(parse_failures(state.design, keys).cables)
-    out.print(f"marked down: {', '.join(keys)} ({cables} cables) in {lock_path(model)}; the next `loom plan {model}` "
+    out.print(f"marked down: {', '.join(keys)} ({cables} cable{'s' if cables != 1 else ''}) in {lock_path(model)}; the next `loom plan {model}` "
               "routes around them", highlight=False, markup=False)
 
 

@@ -90,3 +90,20 @@ def read_plan(path: Path) -> dict:
     if not isinstance(plan, dict) or plan.get("version") != PLAN_VERSION:
         raise PlanError(f"{path} is not a loom plan of version {PLAN_VERSION}; make a new one with `loom plan`")
     return plan
+
+
+def as_planned(plan: dict, fabric, where: str):
+    """The fabric as it stood when the plan was made: the model's design without the cables the
+    plan routes around (`as_built.cables_down`, declared and observed), so apply checks the very
+    fabric the plan was made for; plans without the key are checked on `fabric` (the model's)."""
+    from loom.expand.asbuilt import load_as_built
+    from loom.expand.failures import FailureSet, without
+
+    down = (plan.get("as_built") or {}).get("cables_down")
+    if down is None:
+        return fabric
+    design = load_as_built(plan["model"]).design
+    ids = {design.cable_id(i): i for i in range(len(design.cables))}
+    if not isinstance(down, list) or any(not isinstance(c, str) or c not in ids for c in down):
+        raise PlanError(f"{where}: as_built.cables_down names cables the model does not have; run `loom plan` again")
+    return without(design, FailureSet(frozenset(ids[c] for c in down), frozenset(), ()))

@@ -80,7 +80,8 @@ def as_built_lines(as_built: dict | None) -> list[str]:
     if not as_built or not as_built.get("cables_down"):
         return []
     how = f"; tables: {as_built['routing']}" if as_built.get("routing") else ""
-    out = [f"as built: {len(as_built['cables_down'])} design cables down, routed around{how} (`loom status MODEL` shows them)"]
+    n = len(as_built["cables_down"])
+    out = [f"as built: {n} design cable{'s' if n != 1 else ''} down, routed around{how} (`loom status MODEL` shows them)"]
     for part, hint in (("declared", "`loom mark up` when it is back"),
                        ("observed", "not seen up now; `loom mark down NAME --reason ...` declares it")):
         names = [d["name"] + (f" ({d['reason']})" if d.get("reason") else "") for d in as_built.get(part, [])]
@@ -139,9 +140,12 @@ def print_frr_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     sw = p["switches"]
     sessions = [sum(s["sessions"][i] for s in sw.values()) for i in (0, 1)]
     bgp = f"; BGP sessions {sessions[0]}/{sessions[1]} established" if sessions[1] else ""
+    down = as_built_lines(p.get("as_built"))
+    for line in down:
+        out.print(line, highlight=False, markup=False)
     if not changed:
-        out.print(f"[green]No changes.[/green] Every switch of {p['fabric']} runs its configuration and holds the "
-                  f"routes the model wants{bgp}.", highlight=False)
+        out.print(f"[green]No changes.[/green] Every switch of {escape(p['fabric'])} runs its configuration and holds the "
+                  f"routes the model wants{' as it stands' if down else ''}{bgp}.", highlight=False)
         return
     c = p["changes"]
     out.print(f"Plan for {p['fabric']}: [bold]{c['lines_changed']}[/bold] configuration lines on [bold]"

@@ -327,6 +327,10 @@ class FrrLab:
             return 0, 0
         return bgp_sessions(self.vtysh(device, "show bgp summary json", daemon="bgpd"))
 
+    def links(self, device: str) -> str:
+        """`ip -j link` of a namespace."""
+        return sh("ip", "-n", self.netns(device), "-j", "link").stdout
+
     def fib(self, device: str) -> dict[str, set[str]]:
         """Kernel routes of a namespace: prefix → set of next-hop gateways (connected routes left out)."""
         return kernel_routes(sh("ip", "-n", self.netns(device), "-j", "route").stdout)

@@ -21,12 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from loom.expand import Fabric
+from loom.expand import SWITCH, Fabric, load_fabric
+from loom.expand.asbuilt import AsBuilt, load_as_built
 from loom.render.frr_intent import Fib, desired_configs, expected_fibs, fib_differences, link_prefixes, plane_tables
 
 from . import reload as frr_reload
 from loom.push.errors import PlanError, TargetError
-from loom.push.planfile import check_signed, checked_model, content_digest, plan_header
+from loom.push.planfile import as_planned, check_signed, checked_model, content_digest, plan_header
 from .target import FrrTarget
 
 LAST_APPLIED = "last-applied-frr.json"
@@ -48,11 +49,48 @@ class Intent:
     optional: set[str]  # prefixes a FIB may hold without being asked (switch-to-switch /31s)
 
 
-def intent_of(fabric: Fabric) -> Intent:
+def intent_of(fabric: Fabric, now: Fabric | None = None) -> Intent:
+    """What the switches of `fabric` (the design less what is declared down) must run and hold
+    while `now` (less what is observed down too; `fabric` by default) carries the traffic.  With
+    BGP the configuration is `fabric`'s — a session over a cable that is down just goes down,
+    withdrawing its routes — and only the FIBs are those of the fabric as it stands; static
+    routes are written for it."""
+    now = now or fabric
     tables = plane_tables(fabric)
     files = desired_configs(tables)
+    if len(now.cables) != len(fabric.cables):
+        held = plane_tables(now)
+        fibs = expected_fibs(held, desired_configs(held))
+        if fabric.model.addressing.routing == "static":
+            tables, files = held, desired_configs(held)
+    else:
+        fibs = expected_fibs(tables, files)
     return Intent({k: v["frr.conf"] for k, v in files.items()}, {k: v["zebra.conf"] for k, v in files.items()},
-                  expected_fibs(tables, files), link_prefixes(fabric))
+                  fibs, link_prefixes(fabric))
+
+
+def cables_down(target: FrrTarget, design: Fabric) -> list[str]:
+    """Design cables (IDs) with a switch end whose interface has no carrier (`ip -j link`): the
+    observed part of the fabric as it stands, read from the switches themselves."""
+    from loom.render.frr_intent import interface_names
+
+    names = interface_names(design)
+    by_switch = {}
+    for sw, text in zip(sorted(target.switches()), parallel(target.links, sorted(target.switches()))):
+        try:
+            by_switch[sw] = {i.get("ifname"): "LOWER_UP" in i.get("flags", []) for i in json.loads(text or "[]")}
+        except (json.JSONDecodeError, AttributeError):
+            raise TargetError(f"{sw}: `ip -j link` printed no JSON: {text[:100]!r}") from None
+    c = design.cables
+    down = set()
+    for i in range(len(c)):
+        for kind, dev, port in ((c.a_kind[i], c.a_dev[i], c.a_port[i]), (c.b_kind[i], c.b_dev[i], c.b_port[i])):
+            if int(kind) == SWITCH:
+                sw = design.switches[int(dev)].name
+                ifname = names.get((int(dev), int(port)))
+                if by_switch.get(sw, {}).get(ifname) is False:
+                    down.add(design.cable_id(i))
+    return sorted(down)
 
 
 def read_last(directory: Path) -> dict:
@@ -99,10 +137,15 @@ def make_frr_plan(model_path: Path, fabric: Fabric, target: FrrTarget) -> dict:
         target.health()
     except TargetError as exc:
         raise PlanError(f"{fabric.name}: {exc}") from None
-    if not target.cabled_as(fabric):
+    if not target.cabled_as(load_fabric(model_path, marked=False)):
         raise PlanError(f"the live simulation is cabled differently from {model_path}: `loom sim up {model_path}` "
                         "re-cables it")
-    intent = intent_of(fabric)
+    state = load_as_built(model_path)
+    try:
+        state = state.with_observed(cables_down(target, state.design))
+    except TargetError as exc:
+        raise PlanError(str(exc)) from None
+    intent = intent_of(AsBuilt(state.design, state.declared).fabric, state.fabric)
     missing = sorted(set(intent.configs) - set(target.switches()))
     if missing:
         raise PlanError(f"{target.where()} lacks switches of {model_path}: {', '.join(missing[:5])}")
@@ -115,6 +158,7 @@ def make_frr_plan(model_path: Path, fabric: Fabric, target: FrrTarget) -> dict:
         "technology": TECHNOLOGY,
         "drift": (f"the running configuration of {len(drifted)} switch(es) changed since loom applied it "
                   f"(outside loom): {', '.join(drifted[:5])}{' ...' if len(drifted) > 5 else ''}") if drifted else None,
+        "as_built": state.as_dict(),
         "changes": summary(switches),
         "switches": switches,
     }
@@ -143,7 +187,11 @@ def check_frr_plan(plan: dict, where: str = "the plan") -> Intent:
     check_signed(plan, REQUIRED, where)
     _check_switches(plan, where)
     model = plan["model"]
-    intent = intent_of(checked_model(plan, where))
+    fabric = checked_model(plan, where)
+    if "as_built" in plan:
+        state = load_as_built(model)
+        fabric = AsBuilt(state.design, state.declared).fabric
+    intent = intent_of(fabric, as_planned(plan, fabric, where))
     wrong = sorted(n for n, s in plan["switches"].items() if intent.configs.get(n) != s.get("desired"))
     if wrong or set(intent.configs) != set(plan["switches"]):
         raise PlanError(f"{where}: the configurations of {', '.join(wrong[:3]) or 'its switches'} are not what "

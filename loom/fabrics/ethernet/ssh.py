@@ -141,6 +141,9 @@ class FrrSshTarget:
         except SshError as exc:
             raise SshError(f"frr-reload.py failed on {switch}: {exc}") from None
 
+    def links(self, switch: str) -> str:
+        return self._run(switch, "ip -j link")
+
     def fib(self, switch: str) -> dict[str, set[str]]:
         return kernel_routes(self._run(switch, "ip -j route"))
 

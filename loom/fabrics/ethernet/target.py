@@ -43,6 +43,9 @@ class FrrTarget(Protocol):
     def switches(self) -> list[str]:
         """The switches the target reaches, by name."""
 
+    def links(self, switch: str) -> str:
+        """`ip -j link` of the switch: its interfaces and whether each has a carrier."""
+
     def running_config(self, switch: str) -> str:
         """`show running-config` of the switch (without its header)."""
 
@@ -94,6 +97,9 @@ class FrrSimTarget:
 
     def switches(self) -> list[str]:
         return self.lab.switches()
+
+    def links(self, switch: str) -> str:
+        return self.lab.links(switch)
 
     def running_config(self, switch: str) -> str:
         return self.lab.running_config(switch)

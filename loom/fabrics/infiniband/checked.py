@@ -17,7 +17,7 @@ from loom.routing import subnet
 from loom.routing.base import Tables
 
 from loom.push.errors import PlanError
-from loom.push.planfile import check_signed, checked_model
+from loom.push.planfile import as_planned, check_signed, checked_model
 from loom.push.packing import digest_live, rows_text
 from .qos_conf import conf_intent, desired_conf
 
@@ -76,23 +76,6 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
     if plan["qos"].get("desired_conf") != conf:
         raise PlanError(f"{where}: its QoS options differ from what {model} gives; run `loom plan` again")
     return CheckedPlan(fabric, tables, lfts_dump(tables), conf_intent(conf), previous)
-
-
-def as_planned(plan: dict, fabric: Fabric, where: str) -> Fabric:
-    """The fabric as it stood when the plan was made: the model's design without the cables the
-    plan routes around (`as_built.cables_down`, declared and observed); plans made before the
-    as-built state was recorded are checked on the model's fabric as before."""
-    from loom.expand.asbuilt import load_as_built
-    from loom.expand.failures import FailureSet, without
-
-    down = (plan.get("as_built") or {}).get("cables_down")
-    if down is None:
-        return fabric
-    design = load_as_built(plan["model"]).design
-    ids = {design.cable_id(i): i for i in range(len(design.cables))}
-    if not isinstance(down, list) or any(not isinstance(c, str) or c not in ids for c in down):
-        raise PlanError(f"{where}: as_built.cables_down names cables the model does not have; run `loom plan` again")
-    return without(design, FailureSet(frozenset(ids[c] for c in down), frozenset(), ()))
 
 
 def check_input_file(fabric: Fabric, text: str) -> list[str]:
