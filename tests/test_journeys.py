@@ -5,6 +5,10 @@
   returned to the design.  The plan around it moves exactly the destinations the spine carried
   in the design tables (`affected_destinations`: what `whatif` counts), the return moves them
   back and nothing else (the spine's own table is *added*, not moved), then zero.
+- An inter-zone cable of a three-zone ring fails: the minimal repair would leave a zone's traffic
+  with an exit that leads nowhere, so the plan widens it (and says so), stays reachable, and
+  returns to the design when the cable is back.
+- The fabric grows by a node and is re-cabled: no drift claimed, the node's LID counted as added.
 - The watcher killed in the middle of a reroute (SIGKILL with `apply.journal` present): the next
   plan restores, then routes around the pulled cable — never "No changes" over it — and a new
   watcher, after the cable is back, returns to the design.
@@ -41,8 +45,10 @@ def fabric_up(request, tmp_path, monkeypatch):
     """A copy of a reference model (its lock too: marks are written there) up in the simulator
     under a private state directory, with loom's design tables applied."""
     name = request.param
+    where = TOPO if (TOPO / f"{name}.yaml").exists() else HERE / "models"
     for suffix in (".yaml", ".lock.json"):
-        shutil.copy(TOPO / f"{name}{suffix}", tmp_path / f"{name}{suffix}")
+        if (where / f"{name}{suffix}").exists():
+            shutil.copy(where / f"{name}{suffix}", tmp_path / f"{name}{suffix}")
     monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
     model = str(tmp_path / f"{name}.yaml")
     code, out = loom("sim", "up", model)
@@ -105,6 +111,20 @@ def test_a_spine_dead_for_a_week(fabric_up, spine):
     assert loom("status", model)[0] == 0
 
 
+@pytest.mark.parametrize("fabric_up", ["ring3"], indirect=True)
+def test_an_inter_zone_cable_of_a_ring_fails(fabric_up):
+    model, d = fabric_up
+    assert loom("sim", "link", "down", model, "z0-leaf6:1")[0] == 0  # one of z0's two links to z1
+    code, out = loom("plan", model)
+    assert code == 2 and "widened (the minimal repair fails reachability" in out and "observed: z0-leaf6/1" in out, out
+    assert loom("apply", "--model", model)[0] == 0  # apply re-checks: reachable, deadlock-free, balanced
+    assert "as it stands" in no_changes(model)
+    assert loom("sim", "link", "up", model, "z0-leaf6:1")[0] == 0
+    assert loom("plan", model)[0] == 2 and loom("apply", "--model", model)[0] == 0
+    assert "as it stands" not in no_changes(model)
+    assert (d.dir / "design.lfts").read_text() == (d.dir / "last-applied.lfts").read_text()
+
+
 @pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
 def test_the_watcher_killed_mid_reroute(fabric_up, tmp_path):
     """SIGKILL while the watcher's apply holds its journal; plan settles it, routes around the
@@ -149,3 +169,25 @@ def test_the_design_tables_are_kept_only_from_an_intact_fabric():
     assert _design_key({"design_key": "k", "as_built": {"cables_down": []}}) == "k"
     assert _design_key({"design_key": "k", "as_built": {"cables_down": ["z0-leaf0/5"]}}) is None
     assert _design_key({"design_key": "k"}) is None  # a plan of an older loom: not known to be intact
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_the_fabric_grows_and_is_re_cabled(fabric_up):
+    """A node more in zone z0: locked, the simulation re-cabled with `loom sim up`; the plan
+    claims no drift (nothing changed outside loom), counts the new destination as added, and
+    after apply says "No changes"."""
+    model, d = fabric_up
+    path = Path(model)
+    text = path.read_text()
+    assert "count: 9, zones: [z0]" in text
+    path.write_text(text.replace("count: 9, zones: [z0]", "count: 10, zones: [z0]"))
+    assert loom("lock", model)[0] == 0
+    code, out = loom("sim", "up", model)
+    assert code == 0 and "re-cabled" in out, out
+    code, out = loom("plan", model)
+    assert code == 2 and "drift" not in out and "as built" not in out, out
+    plan = last_plan(d)
+    assert {a["name"] for a in plan["changes"]["destinations_added"]} == {"z0-c09-hca0"}
+    assert plan["drift"] is None
+    assert loom("apply", "--model", model)[0] == 0
+    no_changes(model)

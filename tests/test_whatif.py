@@ -61,8 +61,18 @@ def test_tables_that_ignore_the_failure_are_caught(ff2):
     assert not stale["reachable"]
 
 
-def test_a_repair_that_does_nothing_fails_whatif(monkeypatch):
+def test_a_repair_that_does_nothing_is_caught_and_widened(monkeypatch):
+    """The checks catch a repair that leaves traffic on the failed cable; the repair is then
+    widened (routed afresh keeping its choices) and says so.  If the widening fails too, whatif
+    fails: nothing it reports as ok is unchecked."""
+    import loom.routing.repair as repair
+
     monkeypatch.setattr(FatTreeEngine, "repair", lambda self, sn, t: Tables(sn, t.lft.copy(), "noop"))
+    code, rep = whatif_json(str(TOPO / "tiny.yaml"), "--fail", "z0-leaf0/5")
+    plane = rep["planes"][0]
+    assert code == 0 and rep["ok"] and plane["routing"] == "widened (the minimal repair fails reachability)", rep
+    assert not plane["minimal"] and plane["extra_destinations"] > 0
+    monkeypatch.setattr(repair, "settled", lambda sn, hint, engine="auto": hint)  # planted: widening changes nothing
     code, rep = whatif_json(str(TOPO / "tiny.yaml"), "--fail", "z0-leaf0/5")
     assert code == 1 and not rep["ok"] and not rep["planes"][0]["reachable"]
 

@@ -22,6 +22,7 @@ from loom.expand.failures import FailureSet, without
 from loom.routing import Tables, get_engine, subnets
 from loom.routing.asbuilt import affected_destinations
 from loom.routing.changes import table_changes
+from loom.routing.repair import repair_or_widen
 from loom.routing.subnet import LAYER
 
 from . import check_tables
@@ -60,6 +61,7 @@ class PlaneOutcome:
     affected: int  # destinations whose entries used a failed cable (they must move)
     extra: int  # other destinations the repair moved (to keep a switch at its as-built bound)
     leaves: list[LeafKept] = field(default_factory=list)
+    how: str = "minimal repair"  # or "widened (...)": the minimal repair failed a check (`loom.routing.repair`)
 
     @property
     def minimal(self) -> bool:
@@ -75,6 +77,7 @@ class PlaneOutcome:
 
     def as_dict(self) -> dict:
         return {"plane": self.plane, "failed_cables": self.failed_cables, "ok": self.ok, "minimal": self.minimal,
+                "routing": self.how,
                 "affected_destinations": self.affected, "extra_destinations": self.extra, "repair": self.repair.as_dict(),
                 "recompute": self.recompute.as_dict(),
                 "reachable": self.checks["reachable"], "deadlock_free": self.checks["deadlock_free"],
@@ -118,21 +121,29 @@ def what_if(fabric: Fabric, failure: FailureSet, design: list[Tables], engine: s
             ebb_samples: int = 0, qos=None, recompute: bool = True) -> list[PlaneOutcome]:
     """The outcome of `failure` on every plane it touches (planes without a failed cable keep
     their tables and are left out)."""
-    eng = get_engine(engine)
+    eng = get_engine(engine)  # an unknown engine is refused before any work
     failed_fabric = without(fabric, failure)
     planes = {int(p) for p in fabric.cables.plane[list(failure.cables)]} if failure else set()
     out = []
     for t, fsn in zip(design, subnets(failed_fabric)):
         if t.subnet.plane not in planes:
             continue
-        repaired = eng.repair(fsn, t)
+        verdicts: dict[int, dict] = {}
+
+        def failing(x: Tables) -> list[str]:
+            verdicts[id(x)] = v = check_tables(x, ebb_samples, qos)
+            return [name for name, ok in (("reachability", v["reachable"]), ("deadlock freedom", v["deadlock_free"]),
+                                          ("balance", v["balance"]["within_bound"])) if not ok]
+
+        repaired, how, _ = repair_or_widen(fsn, t, failing, engine)
         moved = table_changes(t, repaired).moved.any(axis=0)
         affected = affected_destinations(t, fsn)
         full = churn(t, eng.route(fsn)) if recompute else Churn(0, 0, 0)
         out.append(PlaneOutcome(t.subnet.plane, sum(1 for i in failure.cables if fabric.cables.plane[i] == t.subnet.plane),
-                                check_tables(repaired, ebb_samples, qos), churn(t, repaired), full,
-                                int(affected.sum()), int((moved & ~affected).sum()), leaf_kept(t, repaired)))
+                                verdicts[id(repaired)], churn(t, repaired), full,
+                                int(affected.sum()), int((moved & ~affected).sum()), leaf_kept(t, repaired), how))
     return out
+
 
 
 

@@ -21,10 +21,12 @@ def print_outcomes(out: Console, fabric: str, failures: list[str], outcomes, ope
         out.print(f"  reachable: {_verdict(d['reachable'])}   deadlock-free: {_verdict(d['deadlock_free'])}   "
                   f"every switch at its as-built bound: {_verdict(d['within_bound'])}   "
                   f"minimal churn: {_verdict(o.minimal)}")
+        widened = o.how != "minimal repair"
         out.print(f"  moved: {o.affected} destinations whose entries used a failed cable"
-                  + (f" + {o.extra} more to keep every switch at its as-built bound" if o.extra else ", nothing else"))
+                  + (f" + {o.extra} more: {escape(o.how)}" if widened else
+                     f" + {o.extra} more to keep every switch at its as-built bound" if o.extra else ", nothing else"))
         t = Table("reroute", "entries", "switches", "destinations", box=None, pad_edge=False)
-        t.add_row("minimal-churn repair", str(o.repair.entries), str(o.repair.switches), str(o.repair.destinations))
+        t.add_row("widened repair" if widened else "minimal-churn repair", str(o.repair.entries), str(o.repair.switches), str(o.repair.destinations))
         t.add_row("full recompute", str(o.recompute.entries), str(o.recompute.switches), str(o.recompute.destinations))
         for eng, r in opensm.items() if o.plane == 0 else ():
             t.add_row(f"OpenSM {eng} recompute (ran {r['engine_used']})", str(r["entries"]), str(r["switches"]),

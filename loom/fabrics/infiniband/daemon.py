@@ -280,8 +280,8 @@ class Daemons:
             raise SimError(f"dump_fts read the tables of {got} of {want} switches; no answer from "
                            f"{', '.join(silent[:8]) or 'switches the dump does not name'}"
                            + (f" and {len(silent) - 8} more" if len(silent) > 8 else "")
-                           + ": down? Declare them in the model (missing_switches / missing_links, docs/asbuilt.md) "
-                           "or bring them back (`loom sim link up MODEL SWITCH`), then plan again"
+                           + f": down? `loom mark down MODEL {silent[0] if silent else 'SWITCH'} --reason ...` routes around "
+                           "it, or bring it back (`loom sim link up MODEL SWITCH`), then plan again"
                            + (f" (dump_fts: {warned})" if warned else ""))
         return res.stdout
 

@@ -20,10 +20,10 @@ from typing import Callable
 from loom.expand.asbuilt import AsBuilt
 from loom.push.packing import digest_live
 from loom.render.opensm import tables_from_dump
-from loom.routing import Tables, get_engine, route, subnet
+from loom.routing import Tables, subnet
+from loom.routing.repair import repair_or_widen, settled
 
 DESIGN_LFTS, DESIGN_KEY = "design.lfts", "design.key"
-FIXPOINT_ROUNDS = 8
 
 
 def recorded(state_dir: Path, design_key: str, design) -> Tables | None:
@@ -41,31 +41,15 @@ def recorded(state_dir: Path, design_key: str, design) -> Tables | None:
 
 
 def settled_route(fabric, hint: Tables) -> Tables:
-    """Route keeping the choices of `hint`, then route again with the result as the hint until
-    nothing moves: sticky routing is not idempotent in one step (a fabric far from the model
-    needed up to four applies), and a plan must reach the state the next plan keeps, so one
-    apply converges."""
-    tables = route(fabric, hint=[hint])[0]
-    for _ in range(FIXPOINT_ROUNDS):
-        again = route(fabric, hint=[tables])[0]
-        if (again.lft == tables.lft).all():
-            break
-        tables = again
-    return tables
+    """The fabric's routing keeping the choices of `hint`, settled (`loom.routing.repair.settled`)."""
+    return settled(subnet(fabric, 0), hint)
 
 
 def as_it_stands(state: AsBuilt, design: Tables, failing: Callable[[Tables], list[str]],
                  engine: str = "auto") -> tuple[Tables, str, list[str]]:
     """The tables for the fabric as it stands, how they were made, and the checks they fail:
-    the design's where nothing is down; else their minimal repair (the function `whatif` and
-    the watcher use); if that fails a check (reachability, deadlock freedom, balance), widened —
-    routed afresh keeping the repair's choices where balance allows, so more destinations move
-    than those that used what is down, and the caller says how many."""
+    the design's where nothing is down, else their repair (`loom.routing.repair`: minimal,
+    widened if that fails a check — the function `whatif` and the watcher use)."""
     if not state.cables_down:
         return design, "design", failing(design)
-    repaired = get_engine(engine).repair(subnet(state.fabric, 0), design)
-    failed = failing(repaired)
-    if not failed:
-        return repaired, "minimal repair", []
-    widened = settled_route(state.fabric, repaired)
-    return widened, f"widened (the minimal repair fails {failed[0]})", failing(widened)
+    return repair_or_widen(subnet(state.fabric, 0), design, failing, engine)
