@@ -15,7 +15,7 @@ from loom.expand import load_fabric
 from loom.expand.asbuilt import load_as_built
 from loom.expand.failures import parse_failures
 from loom.fabrics.infiniband.observed import missing_in_simulation
-from loom.push.errors import TargetError
+from loom.push.errors import PlanError, TargetError
 from loom.render.ibsim import ibsim_net
 from loom.routing import route
 from loom.routing.base import NO_ROUTE
@@ -147,3 +147,47 @@ def test_one_count_of_a_change():
     assert ch.entries == 2 and ch.switches == 2
     assert a in ch.destinations_moved.tolist() and b in ch.destinations_added.tolist()
     assert sn.n >= 2
+
+
+@pytest.mark.parametrize("down, words", [
+    ({"z0-spine1": {"reason": 5}}, "down.z0-spine1.reason"),
+    ({"z0-spine1": {"reason": "x", "until": "soon"}}, "down.z0-spine1.until"),
+    ({"z0-spine1": {"reason": "x", "rm -rf": 1}}, "down.z0-spine1.rm -rf"),
+    ({"z0-spine1": "PSU"}, "down.z0-spine1"),
+    ([1, 2], "down"),
+])
+def test_a_hostile_down_section_is_refused_naming_the_lock_and_the_field(tiny, down, words):
+    lock = tiny.with_name("tiny.lock.json")
+    data = json.loads(lock.read_text())
+    data["down"] = down
+    lock.write_text(json.dumps(data))
+    for cmd in (("check", str(tiny)), ("status", str(tiny)), ("mark", "up", str(tiny), "z0-spine1")):
+        code, out = loom(*cmd)
+        assert code == 1 and "tiny.lock.json" in out and words in out and "Traceback" not in out, (cmd, out)
+
+
+def test_a_mark_of_something_the_model_no_longer_has_is_shown_and_takes_nothing_out(tiny):
+    lock = tiny.with_name("tiny.lock.json")
+    data = json.loads(lock.read_text())
+    data["down"] = {"z9-spine7": {"reason": "left over"}}
+    lock.write_text(json.dumps(data))
+    code, out = loom("status", str(tiny))
+    assert code == 1 and "z9-spine7  (loom mark, 0 cables): left over" in out, out
+    assert len(load_fabric(tiny).cables) == len(load_fabric(TOPO / "tiny.yaml").cables)
+
+
+@pytest.mark.parametrize("down", [["z9-leaf0/1"], "z0-leaf0/5", [5]])
+def test_a_plan_naming_cables_the_model_lacks_is_refused(down):
+    from loom.push.planfile import as_planned
+
+    with pytest.raises(PlanError, match="as_built.cables_down names cables the model does not have"):
+        as_planned({"model": str(TOPO / "tiny.yaml"), "as_built": {"cables_down": down}}, None, "plan.json")
+
+
+def test_a_huge_mark_name_is_refused(tiny):
+    lock = tiny.with_name("tiny.lock.json")
+    data = json.loads(lock.read_text())
+    data["down"] = {"x" * 10_000: {"reason": "r"}}
+    lock.write_text(json.dumps(data))
+    code, out = loom("status", str(tiny))
+    assert code == 1 and "at most 200 characters" in out and len(out) < 2000, out

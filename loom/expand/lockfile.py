@@ -99,8 +99,14 @@ class Lock(Strict):
     nodes: dict[str, LockedNode]
     assets: dict[str, Asset] = Field(default_factory=dict, description="device → what NetBox records of it")
     as_built: dict[str, ZoneAsBuilt] = Field(default_factory=dict, description="zone → what is not on the floor")
-    down: dict[str, Mark] = Field(default_factory=dict, max_length=65536,
+    down: dict[Annotated[str, Field(max_length=200)], Mark] = Field(default_factory=dict, max_length=65536,
                                   description="switch name or cable ID → why an operator marked it down (`loom mark`)")
+
+
+def _short(key) -> str:
+    """A key of a hostile file, as an error message may quote it."""
+    text = str(key)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def lock_path(model_path: str | Path) -> Path:
@@ -134,7 +140,7 @@ def read_lock(path: Path) -> Lock | None:
     try:
         return Lock.model_validate(data)
     except ValidationError as exc:
-        probs = [Problem(".".join(str(x) for x in e["loc"]), e["msg"], fix) for e in exc.errors()[:10]]
+        probs = [Problem(".".join(_short(x) for x in e["loc"]), e["msg"], fix) for e in exc.errors()[:10]]
         raise ModelError(str(path), probs) from None
 
 
