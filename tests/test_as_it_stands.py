@@ -191,3 +191,12 @@ def test_a_huge_mark_name_is_refused(tiny):
     lock.write_text(json.dumps(data))
     code, out = loom("status", str(tiny))
     assert code == 1 and "at most 200 characters" in out and len(out) < 2000, out
+
+
+def test_a_mark_moves_no_cable(tiny):
+    """The cabling sheet and the change sheet are the floor: a cable marked down stays on them."""
+    before = loom("cabling", str(tiny), "--format", "csv")[1]
+    assert loom("mark", "down", str(tiny), "z0-spine1", "--reason", "PSU")[0] == 0
+    assert loom("cabling", str(tiny), "--format", "csv")[1] == before
+    code, out = loom("cabling", "diff", str(TOPO / "tiny.yaml"), str(tiny), "--format", "csv")
+    assert code == 0 and "z0-spine1" not in out, out

@@ -57,7 +57,7 @@ def sheet_cmd(model: Path = MODEL_ARG,
     fmt = _format(fmt, SHEET_FORMATS)
     if fmt == "xlsx" and out_file is None:
         raise typer.BadParameter("xlsx needs --out FILE", param_hint="--format")
-    fabric = load_model(model)
+    fabric = load_model(model, marked=False)  # a cable marked down is still on the floor
     plan = cable_plan_of(model, fabric)
     if fmt == "xlsx":
         from loom.render.cabling_docs import to_xlsx
@@ -106,9 +106,9 @@ def diff_cmd(models: list[Path] = typer.Argument(..., help="OLD NEW (model files
             (old_p.parent / "catalogue").symlink_to((new_p.parent / "catalogue").resolve())
         else:
             old_p = models[0]
-        old_f = load_model(old_p)
+        old_f = load_model(old_p, marked=False)  # marks move no cable
         try:
-            new_f = side(new_p, old_f)
+            new_f = side(new_p, old_f, marked=False)
         except ModelError as exc:
             print_model_error(new_p, exc)
             raise typer.Exit(1) from None

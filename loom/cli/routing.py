@@ -196,7 +196,7 @@ def discover(model: Path = MODEL_ARG,
     if fmt not in ("text", "json", "csv"):
         print_error(f"--format {fmt}: use text, json or csv")
         raise typer.Exit(2)
-    fabric = load_model(model)
+    fabric = load_model(model, marked=False)  # a cable marked down and still cabled is not "extra"
     with refusals(model):
         backend_of(fabric).require_discovery(model, fabric)
     try:

@@ -50,9 +50,10 @@ def model_at(model: Path, rev: str | None, file: Path | None, tmp: Path, label: 
     return path, f"{rev}"
 
 
-def side(path: Path, base: Fabric | None) -> Fabric:
+def side(path: Path, base: Fabric | None, marked: bool = True) -> Fabric:
     """One side of a change: the model with its own lock file, else (the head of a change)
-    with the lock the base gives, so a change is judged against the floor as it stands."""
+    with the lock the base gives, so a change is judged against the floor as it stands.
+    `marked=False`: with what `loom mark down` routes around (the cabling, which a mark keeps)."""
     from loom.expand import lock_path, read_lock
     from loom.expand.lockfile import lock_of
 
@@ -61,7 +62,7 @@ def side(path: Path, base: Fabric | None) -> Fabric:
     lock = read_lock(lock_path(path))
     if lock is None and base is not None:
         lock = lock_of(base, base.switch_lid_base)
-    return load_fabric(path, lock)
+    return load_fabric(path, lock, marked=marked)
 
 
 class DiffError(Exception):
