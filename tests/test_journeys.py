@@ -8,7 +8,8 @@
 - An inter-zone cable of a three-zone ring fails: the minimal repair would leave a zone's traffic
   with an exit that leads nowhere, so the plan widens it (and says so), stays reachable, and
   returns to the design when the cable is back.
-- The fabric grows by a node and is re-cabled: no drift claimed, the node's LID counted as added.
+- The fabric grows — a new leaf group (`tests/models/leafgrow.yaml`), or a node — and is
+  re-cabled: no drift claimed, the new LIDs counted as added.
 - The watcher killed in the middle of a reroute (SIGKILL with `apply.journal` present): the next
   plan restores, then routes around the pulled cable — never "No changes" over it — and a new
   watcher, after the cable is back, returns to the design.
@@ -169,6 +170,30 @@ def test_the_design_tables_are_kept_only_from_an_intact_fabric():
     assert _design_key({"design_key": "k", "as_built": {"cables_down": []}}) == "k"
     assert _design_key({"design_key": "k", "as_built": {"cables_down": ["z0-leaf0/5"]}}) is None
     assert _design_key({"design_key": "k"}) is None  # a plan of an older loom: not known to be intact
+
+
+@pytest.mark.parametrize("fabric_up", ["leafgrow"], indirect=True)
+def test_a_new_leaf_group_is_cabled_in(fabric_up):
+    """Zone z0 grows by two leaves and eight nodes (its spines have free ports): locked, the
+    simulation re-cabled; the plan claims no drift, counts the new destinations (the nodes and
+    the new leaves' own LIDs) as added and programs the new leaves; then "No changes"."""
+    model, d = fabric_up
+    path = Path(model)
+    text = path.read_text()
+    path.write_text(text.replace("switch_model: SW8, leaves: 4,", "switch_model: SW8, leaves: 6,", 1)
+                    .replace("count: 9, zones: [z0]", "count: 17, zones: [z0]"))
+    code, out = loom("lock", model)
+    assert code == 0 and "14 switches" in out and "10 added, 0 removed" in out, out  # two leaves, eight nodes
+    code, out = loom("sim", "up", model)
+    assert code == 0 and "re-cabled" in out, out
+    code, out = loom("plan", model)
+    assert code == 2 and "drift" not in out and "as built" not in out, out
+    plan = last_plan(d)
+    added = {a["name"] for a in plan["changes"]["destinations_added"]}
+    assert {f"z0-c{i:02d}-hca0" for i in range(9, 17)} | {"z0-leaf4", "z0-leaf5"} <= added
+    assert plan["changes"]["per_switch"]["z0-leaf4"] > 0
+    assert loom("apply", "--model", model)[0] == 0
+    no_changes(model)
 
 
 @pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
