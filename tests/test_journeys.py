@@ -216,3 +216,105 @@ def test_the_fabric_grows_and_is_re_cabled(fabric_up):
     assert plan["drift"] is None
     assert loom("apply", "--model", model)[0] == 0
     no_changes(model)
+
+
+def parse_cables(fabric, name: str) -> set[int]:
+    from loom.expand.failures import parse_failures
+
+    return set(parse_failures(fabric, [name]).cables)
+
+
+def live_tables(d, model: str):
+    return tables_from_dump(subnet(load_as_built(model).design, 0), d.dump_fts(), "live")
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_a_mark_made_while_the_watcher_runs_is_routed_around(fabric_up):
+    """The watcher rereads the model and the lock when they change: a `loom mark down` moves
+    traffic off the cable at the next step, and the plan agrees ("No changes … as it stands");
+    a model that describes another fabric stops the watcher with a message."""
+    from loom.expand import load_fabric
+    from loom.fabrics.infiniband.target import SimTarget
+    from loom.fabrics.infiniband.watch import Watcher
+    from loom.push.errors import PlanError
+
+    model, d = fabric_up
+    w = Watcher(Path(model), load_fabric(model), SimTarget(d), hold_down=0)
+    assert w.step() is None
+    assert loom("mark", "down", model, "z0-leaf0:5", "--reason", "CRC errors")[0] == 0
+    e = w.step()
+    assert e is not None and e.kind == "down" and e.ok and e.changed == ["z0-leaf0/5"], e
+    leaf0 = next(s.index for s in load_as_built(model).design.switches if s.name == "z0-leaf0")
+    assert not (live_tables(d, model).lft[leaf0] == 5).any()
+    assert "as it stands" in no_changes(model)
+    Path(model).write_text(Path(model).read_text().replace("count: 9, zones: [z0]", "count: 10, zones: [z0]"))
+    with pytest.raises(PlanError, match="describes another fabric"):
+        w.step()
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_a_new_watcher_does_not_hold_down_what_came_back_while_none_ran(fabric_up):
+    """A watcher died with a cable routed around; the cable came back; a new watcher with a long
+    hold-down returns to the design at once (what is up is up) instead of re-degrading first."""
+    from loom.expand import load_fabric
+    from loom.fabrics.infiniband.links import set_links
+    from loom.fabrics.infiniband.target import SimTarget
+    from loom.fabrics.infiniband.watch import Watcher
+
+    model, d = fabric_up
+    f = load_fabric(model)
+    design = (d.dir / "design.lfts").read_text()
+    cable = sorted(parse_cables(f, "z0-leaf2/6"))
+    set_links(d.dir, f, cable, up=False)
+    assert Watcher(Path(model), f, SimTarget(d), hold_down=60).step().kind == "down"
+    set_links(d.dir, f, cable, up=True)
+    e = Watcher(Path(model), f, SimTarget(d), hold_down=60).step()
+    assert e is not None and e.kind == "up" and e.ok and e.changed == ["z0-leaf2/6"], e
+    assert (d.dir / "last-applied.lfts").read_text() == design and not (d.dir / "watch.down.json").exists()
+    events = [json.loads(l)["kind"] for l in (d.dir / "watch.log").read_text().splitlines()]
+    assert events == ["down", "up"]  # nothing re-degraded in between
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_a_plan_made_before_a_mark_is_not_applied(fabric_up):
+    model, d = fabric_up
+    assert loom("sim", "link", "down", model, "z0-leaf0:5")[0] == 0
+    assert loom("plan", model)[0] == 2
+    assert loom("mark", "down", model, "z0-spine1", "--reason", "PSU")[0] == 0
+    code, out = loom("apply", "--model", model)
+    assert code == 1 and "lock file" in out and "changed since the plan" in out, out
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_without_recorded_design_tables_the_watcher_returns_to_the_plans_design(fabric_up):
+    """No `design.lfts` (an older loom applied the design); a plan around a pulled cable was
+    applied; the cable is back.  The watcher does not take those tables for the design: it
+    returns to the design as plan finds it, and the plan then says "No changes"."""
+    from loom.expand import load_fabric
+    from loom.fabrics.infiniband.target import SimTarget
+    from loom.fabrics.infiniband.watch import Watcher
+
+    model, d = fabric_up
+    for name in ("design.lfts", "design.key"):
+        (d.dir / name).unlink()
+    assert loom("sim", "link", "down", model, "z0-leaf0:5")[0] == 0
+    assert loom("plan", model)[0] == 2 and loom("apply", "--model", model)[0] == 0
+    assert loom("sim", "link", "up", model, "z0-leaf0:5")[0] == 0
+    e = Watcher(Path(model), load_fabric(model), SimTarget(d), hold_down=0).step()
+    assert e is not None and e.kind == "up" and e.ok and e.changed == [], e
+    assert "as it stands" not in no_changes(model)
+
+
+def test_a_journal_naming_declared_cables_is_resolved_on_the_design(tmp_path):
+    """Restoring an interrupted apply reads QoS over the fabric the apply was made for: cables
+    it routed around are named on the design (a declared one is not in the model's fabric)."""
+    from loom.fabrics.infiniband.apply import _as_it_stands
+
+    model = tmp_path / "tiny.yaml"
+    text = (TOPO / "tiny.yaml").read_text()
+    line = next(l for l in text.splitlines() if "{name: z0," in l)
+    model.write_text(text.replace(line, line.replace("leaf_up: 4}", "leaf_up: 4, missing_links: [{leaf: 1, up_port: 2}]}")))
+    shutil.copy(TOPO / "tiny.lock.json", tmp_path / "tiny.lock.json")
+    sn = _as_it_stands({"model": str(model), "cables_down": ["z0-leaf1/7", "z0-leaf0/5"]})
+    leaf1 = next(i for i in range(sn.n) if sn.name(i) == "z0-leaf1")
+    assert sn.peer_kind[leaf1, 7] == 0 and sn.peer_kind[leaf1, 5] != 0

@@ -244,6 +244,7 @@ def test_qos_read_back_reports_its_progress(tiny_up):
 def test_a_plan_of_the_model_applied_last_takes_its_tables(tiny_up, tmp_path, monkeypatch):
     """After an apply, a plan of the same model does not route again (`last-applied.key` is
     its routing key); a changed model, or a watcher's apply since, routes again."""
+    import loom.fabrics.infiniband.design as design_module
     import loom.fabrics.infiniband.plan as plan_module
 
     d = tiny_up
@@ -251,8 +252,8 @@ def test_a_plan_of_the_model_applied_last_takes_its_tables(tiny_up, tmp_path, mo
     key = (d.dir / "last-applied.key").read_text().strip()
     assert key == plan_module.routing_key(load_fabric(TINY))
     routed = []
-    real = plan_module.settled_route
-    monkeypatch.setattr(plan_module, "settled_route", lambda *a: routed.append(1) or real(*a))
+    real = design_module.settled_route
+    monkeypatch.setattr(design_module, "settled_route", lambda *a: routed.append(1) or real(*a))
     code, out = loom("plan", TINY)
     assert code == 0 and "No changes" in out and not routed, out
     # planted: the keys name another model (the one the tables were routed for has changed)

@@ -67,7 +67,7 @@ def test_plan_apply_over_ssh_then_no_changes(pair, ssh_state, tmp_path):
 def test_same_tables_as_the_sim_target(pair, ssh_state, tmp_path):
     """What a change is does not depend on where it goes: the sim target's plan of the same
     fabric (same live tables) wants the tables the SSH target applied."""
-    from loom.fabrics.infiniband.plan import settled_route
+    from loom.fabrics.infiniband.design import settled_route
     from loom.render.opensm import lfts_dump, tables_from_dump
     from loom.routing import subnet
 

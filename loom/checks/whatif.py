@@ -133,7 +133,8 @@ def what_if(fabric: Fabric, failure: FailureSet, design: list[Tables], engine: s
         def failing(x: Tables) -> list[str]:
             verdicts[id(x)] = v = check_tables(x, ebb_samples, qos)
             return [name for name, ok in (("reachability", v["reachable"]), ("deadlock freedom", v["deadlock_free"]),
-                                          ("balance", v["balance"]["within_bound"])) if not ok]
+                                          ("balance", v["balance"]["within_bound"]),
+                                          ("QoS", v["qos"] is None or v["qos"]["ok"])) if not ok]
 
         repaired, how, _ = repair_or_widen(fsn, t, failing, engine)
         moved = table_changes(t, repaired).moved.any(axis=0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import getpass
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -37,6 +38,15 @@ def _load(model: Path):
     except ModelError as exc:
         print_model_error(model, exc)
         raise typer.Exit(1) from None
+
+
+def _untouched(model: Path, lock) -> None:
+    """Refuse to sign a lock file someone edited by hand (as `loom lock --check` would)."""
+    from loom.expand.lockfile import digest, lock_path
+
+    if lock.digest != digest(lock):
+        raise input_error(f"{lock_path(model)} was edited by hand (its digest does not match): revert it "
+                          f"(`git checkout -- {lock_path(model)}`) or accept the edit with `loom lock {model}`, then mark")
 
 
 def _names(state, names: list[str]) -> list[str]:
@@ -68,6 +78,8 @@ def mark_down(model: Path = MODEL_ARG, names: list[str] = NAMES_ARG,
 
     if until is not None:
         try:
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", until):
+                raise ValueError(until)
             datetime.date.fromisoformat(until)
         except ValueError:
             raise input_error(f"--until {until!r}: not a date; write it as YYYY-MM-DD, e.g. 2026-12-24", 2) from None
@@ -76,6 +88,7 @@ def mark_down(model: Path = MODEL_ARG, names: list[str] = NAMES_ARG,
     state, lock = _load(model)
     if lock is None:
         raise input_error(f"{model} has no lock file; run `loom lock {model}` first (marks are kept in it)")
+    _untouched(model, lock)
     keys = _names(state, names)
     since = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     mark = Mark(reason=reason, until=until, by=getpass.getuser(), since=since)
@@ -95,7 +108,10 @@ def mark_up(model: Path = MODEL_ARG, names: list[str] = NAMES_ARG) -> None:
     from loom.expand.lockfile import lock_path, lock_text
 
     state, lock = _load(model)
-    keys = _names(state, names)
+    if lock is not None:
+        _untouched(model, lock)
+    marked = set(lock.down) if lock else set()
+    keys = [n for n in names if n in marked] + _names(state, [n for n in names if n not in marked])
     elsewhere = {d.name: d.source for d in state.declared if d.source != "loom mark"}
     for k in keys:
         if k in elsewhere and k not in (lock.down if lock else {}):

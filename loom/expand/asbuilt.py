@@ -94,8 +94,8 @@ def design_model(model):
 
 
 def load_as_built(path: Path | str, lock=None) -> AsBuilt:
-    """The declared state of the model at `path` (with its lock file): design and what is declared down.
-    `lock` as `load_fabric` takes it (the lock next to the model by default)."""
+    """The declared state of the model at `path`: design and what is declared down.  `lock`: a
+    `Lock` already read, else (None) the lock file next to the model, if there is one."""
     from loom.model import ModelError, load_model, locate
 
     from .build import expand

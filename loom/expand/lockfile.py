@@ -26,12 +26,13 @@ freed when `loom lock` rewrites the file).  One line per device keeps `git diff`
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from loom.model.errors import ModelError, Problem
 from loom.model.reading import read_text
@@ -86,6 +87,16 @@ class Mark(Strict):
     until: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="the date it should be back (YYYY-MM-DD)")
     by: str = Field("", max_length=100, description="who marked it")
     since: str = Field("", max_length=40, description="when it was marked (ISO 8601)")
+
+    @field_validator("until")
+    @classmethod
+    def _a_real_date(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                datetime.date.fromisoformat(v)
+            except ValueError:
+                raise ValueError(f"{v} is not a date of the calendar") from None
+        return v
 
 
 class Lock(Strict):

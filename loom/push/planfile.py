@@ -23,9 +23,22 @@ def plan_header(model_path: Path, fabric: Fabric, target) -> dict:
     """What every plan starts with: its version, fabric, model (path and digest), when and by
     whom it was made, and the target (with its state directory) it is for."""
     return {"version": PLAN_VERSION, "fabric": fabric.name, "model": str(model_path),
-            "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(),
+            "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(), "lock_sha256": _lock_digest(model_path),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "user": who()["user"], "state_dir": str(target.dir),
             "target": target.spec()}
+
+
+def _lock_digest(model_path: Path) -> str | None:
+    """Digest of the model's lock file (its marks and as-built entries are part of what the plan
+    routes around), None without one."""
+    from loom.expand import lock_path
+
+    try:
+        return hashlib.sha256(lock_path(model_path).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise PlanError(f"cannot read {lock_path(model_path)}: {exc.strerror}") from None
 
 
 def content_digest(plan: dict) -> str:
@@ -67,6 +80,9 @@ def checked_model(plan: dict, where: str) -> Fabric:
         raise PlanError(f"{where}: cannot read its model {model}: {exc.strerror}; run `loom plan` again") from None
     if model_sha != plan["model_sha256"]:
         raise PlanError(f"{where}: the model {model} changed since the plan was made; run `loom plan {model}` again")
+    if "lock_sha256" in plan and _lock_digest(model) != plan["lock_sha256"]:
+        raise PlanError(f"{where}: the lock file of {model} changed since the plan was made (a `loom mark`, a "
+                        f"`loom lock`?); run `loom plan {model}` again")
     try:
         return load_fabric(model)
     except ModelError as exc:
@@ -99,7 +115,10 @@ def as_planned(plan: dict, fabric, where: str):
     from loom.expand.asbuilt import load_as_built
     from loom.expand.failures import FailureSet, without
 
-    down = (plan.get("as_built") or {}).get("cables_down")
+    as_built = plan.get("as_built")
+    if as_built is not None and not isinstance(as_built, dict):
+        raise PlanError(f"{where}: as_built is not a record of what is down; run `loom plan` again")
+    down = (as_built or {}).get("cables_down")
     if down is None:
         return fabric
     design = load_as_built(plan["model"]).design

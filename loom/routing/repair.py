@@ -1,6 +1,8 @@
 """Tables for a fabric that lost something, made from the tables in force: the minimal repair,
-widened when it is not enough.  One function for `loom whatif`, `loom plan` and the watcher, so
-the three propose the same tables for the same failure and count them the same way.
+widened when it is not enough.  One function for `loom whatif`, `loom plan` and the watcher:
+given the same design tables and the same failure they propose the same tables.  (Plan and
+the watcher start from the design tables loom applied; `whatif`, which needs no fabric, from
+the model's routing — the two differ where the applied tables kept earlier choices.)
 
 1. The engine's `repair`: only the entries that became illegal move, then each port group is
    brought back to its as-built bound moving as few entries as it can.

@@ -51,14 +51,13 @@ class Intent:
 
 def intent_of(fabric: Fabric, now: Fabric | None = None) -> Intent:
     """What the switches of `fabric` (the design less what is declared down) must run and hold
-    while `now` (less what is observed down too; `fabric` by default) carries the traffic.  With
+    while `now` (less what is observed down too; None when nothing is) carries the traffic.  With
     BGP the configuration is `fabric`'s — a session over a cable that is down just goes down,
     withdrawing its routes — and only the FIBs are those of the fabric as it stands; static
     routes are written for it."""
-    now = now or fabric
     tables = plane_tables(fabric)
     files = desired_configs(tables)
-    if len(now.cables) != len(fabric.cables):
+    if now is not None:
         held = plane_tables(now)
         fibs = expected_fibs(held, desired_configs(held))
         if fabric.model.addressing.routing == "static":
@@ -145,7 +144,7 @@ def make_frr_plan(model_path: Path, fabric: Fabric, target: FrrTarget) -> dict:
         state = state.with_observed(cables_down(target, state.design))
     except TargetError as exc:
         raise PlanError(str(exc)) from None
-    intent = intent_of(AsBuilt(state.design, state.declared).fabric, state.fabric)
+    intent = intent_of(AsBuilt(state.design, state.declared).fabric, state.fabric if state.observed else None)
     missing = sorted(set(intent.configs) - set(target.switches()))
     if missing:
         raise PlanError(f"{target.where()} lacks switches of {model_path}: {', '.join(missing[:5])}")
@@ -177,7 +176,7 @@ def frr_has_changes(plan: dict) -> bool:
     return bool(c["switches_touched"] or c["fib_differing"])
 
 
-REQUIRED = ("version", "technology", "fabric", "model", "model_sha256", "state_dir", "target", "changes", "switches",
+REQUIRED = ("version", "technology", "fabric", "model", "model_sha256", "lock_sha256", "state_dir", "target", "changes", "switches",
             "plan_sha256")
 
 
@@ -188,10 +187,14 @@ def check_frr_plan(plan: dict, where: str = "the plan") -> Intent:
     _check_switches(plan, where)
     model = plan["model"]
     fabric = checked_model(plan, where)
+    now = None
     if "as_built" in plan:
+        if not isinstance(plan["as_built"], dict):
+            raise PlanError(f"{where}: as_built is not a record of what is down; run `loom plan` again")
         state = load_as_built(model)
         fabric = AsBuilt(state.design, state.declared).fabric
-    intent = intent_of(fabric, as_planned(plan, fabric, where))
+        now = as_planned(plan, fabric, where) if plan["as_built"].get("observed") else None
+    intent = intent_of(fabric, now)
     wrong = sorted(n for n, s in plan["switches"].items() if intent.configs.get(n) != s.get("desired"))
     if wrong or set(intent.configs) != set(plan["switches"]):
         raise PlanError(f"{where}: the configurations of {', '.join(wrong[:3]) or 'its switches'} are not what "

@@ -22,7 +22,8 @@ from typing import Callable
 import numpy as np
 
 from loom.expand import load_fabric
-from loom.expand.failures import parse_failures, without
+from loom.expand.asbuilt import load_as_built
+from loom.expand.failures import FailureSet, without
 from loom.push import engine
 from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, nothing_written, quiet, timed, under_lock
 from loom.push.errors import PlanError, TargetError
@@ -121,7 +122,8 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
                         checked.desired_lfts, checked.qos_intent, checked.tables.subnet, c["entries_changed"],
                         c["switches_touched"], restore_conf(plan["fabric"], current_conf, q["desired_conf"]), in_service)
-    record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key"), "design_key": _design_key(plan)}
+    record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key"), "design_key": _design_key(plan),
+              "cables_down": (plan.get("as_built") or {}).get("cables_down")}
     return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
                           {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts})
 
@@ -300,11 +302,16 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
 
 
 def _as_it_stands(j: dict):
-    """The subnet a journal's apply was made for: the model's, without the cables a watcher
-    found down (directed routes must not cross them)."""
-    fabric = load_fabric(j["model"])
+    """The subnet a journal's apply was made for: the model's design without the cables it
+    routed around (a plan's `as_built`, a watcher's reroute), named on the design, where every
+    cable has its name (directed routes must not cross them).  Journals of an older loom name
+    none: the model's fabric."""
     down = j.get("cables_down")
-    return subnet(without(fabric, parse_failures(fabric, down)) if down else fabric, 0)
+    if down is None:
+        return subnet(load_fabric(j["model"]), 0)
+    design = load_as_built(j["model"]).design
+    ids = {design.cable_id(i): i for i in range(len(design.cables))}
+    return subnet(without(design, FailureSet(frozenset(ids[c] for c in down if c in ids), frozenset(), ())), 0)
 
 
 #: how an InfiniBand apply that died is finished or undone (`loom.push.engine.recover`)

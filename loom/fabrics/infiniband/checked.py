@@ -21,7 +21,7 @@ from loom.push.planfile import as_planned, check_signed, checked_model
 from loom.push.packing import digest_live, rows_text
 from .qos_conf import conf_intent, desired_conf
 
-REQUIRED = ("version", "fabric", "model", "model_sha256", "state_dir", "live_sha256", "desired_sha256", "qos", "changes",
+REQUIRED = ("version", "fabric", "model", "model_sha256", "lock_sha256", "state_dir", "live_sha256", "desired_sha256", "qos", "changes",
             "desired_lfts", "previous_lfts", "guid2lid", "plan_sha256")
 
 

@@ -40,6 +40,41 @@ def recorded(state_dir: Path, design_key: str, design) -> Tables | None:
     return tables_from_dump(subnet(design, 0), text, "design")
 
 
+def key_of_last(state_dir: Path) -> str | None:
+    """The routing key of the fabric whose plan loom applied last (`last-applied.key`; a
+    watcher's apply leaves none).  Equal to the fabric's now: routing it again from those tables
+    gives those tables (a plan's routing is a fixpoint), so they are taken as they are."""
+    path = Path(state_dir) / "last-applied.key"
+    return path.read_text().strip() if path.exists() else None
+
+
+def last_applied(state_dir: Path, fabric) -> Tables | None:
+    """The tables loom applied last (`last-applied.lfts`, when its digest is the recorded one).
+    Routing keeps *these* choices, not the live ones: a hand edit on a switch or in OpenSM's
+    input file is drift to undo (the model wins), not a choice to keep."""
+    last, copy = Path(state_dir) / "last-applied.sha256", Path(state_dir) / "last-applied.lfts"
+    if not (last.exists() and copy.exists()):
+        return None
+    text = copy.read_text()
+    if digest_live(text) != last.read_text().strip():
+        return None
+    return tables_from_dump(subnet(fabric, 0), text, "last applied")
+
+
+def design_tables(state_dir: Path, design, design_key: str, hint: Tables | None) -> Tables:
+    """The design tables, found the same way by plan and the watcher: those loom applied on the
+    intact design (`design.lfts`), else what it applied last if that was the intact design's
+    routing, else the design routed keeping the choices of `hint` (what loom applied last, or
+    what is live)."""
+    kept = recorded(state_dir, design_key, design)
+    if kept is not None:
+        return kept
+    last = last_applied(state_dir, design)
+    if last is not None and key_of_last(state_dir) == design_key:
+        return last
+    return settled_route(design, hint) if hint is not None else settled(subnet(design, 0), None)
+
+
 def settled_route(fabric, hint: Tables) -> Tables:
     """The fabric's routing keeping the choices of `hint`, settled (`loom.routing.repair.settled`)."""
     return settled(subnet(fabric, 0), hint)

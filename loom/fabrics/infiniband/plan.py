@@ -32,7 +32,7 @@ from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
 from .checked import failing_checks
-from .design import as_it_stands, recorded, settled_route
+from .design import as_it_stands, design_tables, key_of_last, last_applied
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
 from .qos_readback import digest, mismatches
 from .target import Target
@@ -82,14 +82,14 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     with ThreadPoolExecutor(1) as pool:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
         key, design_key = routing_key(fabric), routing_key(state.design)
-        last = _last_applied(target, fabric)
+        last = last_applied(target.dir, fabric)
         def failing(t: Tables) -> list[str]:
             return failing_checks(check_tables(t, ebb_samples=0, qos=qos))
 
-        if last is not None and _key_of_last(target) == key:
+        if last is not None and key_of_last(target.dir) == key:
             tables, made, failed = last, "as applied last", failing(last)
         else:
-            design = recorded(target.dir, design_key, state.design) or settled_route(state.design, last or live)
+            design = design_tables(target.dir, state.design, design_key, last or live)
             tables, made, failed = as_it_stands(state, design, failing)
         if failed:
             raise PlanError(f"the routing for {fabric.name} fails {failed[0]}; run `loom check {model_path}` for details")
@@ -158,27 +158,6 @@ def routing_key(fabric: Fabric) -> str:
     for a in (c.a_kind, c.a_dev, c.a_port, c.b_kind, c.b_dev, c.b_port, c.kind, c.plane, c.speed_gbps):
         h.update(a.tobytes())
     return h.hexdigest()
-
-
-def _key_of_last(target: Target) -> str | None:
-    """The routing key of the model whose plan loom applied last (`last-applied.key`; a
-    watcher's apply leaves none).  Equal to the model's now: routing it again from those tables
-    gives those tables (a plan's routing is a fixpoint), so the plan takes them as they are."""
-    path = target.dir / "last-applied.key"
-    return path.read_text().strip() if path.exists() else None
-
-
-def _last_applied(target: Target, fabric: Fabric) -> Tables | None:
-    """The tables loom applied last (`last-applied.lfts`, when its digest is the recorded one).
-    Routing keeps *these* choices, not the live ones: a hand edit on a switch or in OpenSM's
-    input file is drift to undo (the model wins), not a choice to keep."""
-    last, copy = target.dir / "last-applied.sha256", target.dir / "last-applied.lfts"
-    if not (last.exists() and copy.exists()):
-        return None
-    text = copy.read_text()
-    if digest_live(text) != last.read_text().strip():
-        return None
-    return tables_from_dump(subnet(fabric, 0), text, "last applied")
 
 
 def _plan_qos(fabric: Fabric, sn, qos, target: Target, conf: str | None) -> dict:

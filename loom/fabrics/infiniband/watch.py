@@ -39,16 +39,15 @@ from loom.expand.asbuilt import AsBuilt, Down, load_as_built
 from loom.expand.failures import FailureSet, without
 from loom.expand.live import parse_ibnetdiscover
 from loom.qos import plan_qos
-from loom.render.opensm import tables_from_dump
-from loom.routing import Tables, get_engine, route, subnet
+from loom.routing import Tables, get_engine, subnet
 from loom.routing.asbuilt import unsettled
 
 from .apply import apply_tables
 from .checked import failing_checks
-from .design import as_it_stands, recorded
+from .design import as_it_stands, design_tables, last_applied
 from loom.push.errors import TargetError
 from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
-from loom.push.packing import digest_live, digest_tables
+from loom.push.packing import digest_tables
 from .target import Target
 
 
@@ -68,11 +67,12 @@ class Event:
 
 
 class Watcher:
-    def __init__(self, model: Path, fabric: Fabric, target: Target, engine: str = "fattree",
+    def __init__(self, model: Path, fabric: Fabric, target: Target, engine: str = "auto",
                  hold_down: float = 10.0, log: Callable[[Event], None] = lambda e: None) -> None:
         self.model, self.target = Path(model), target
         # the design, and what the model and the lock declare down (`loom.expand.asbuilt`): routed
         # around whatever discovery says, as plan does
+        self._declared_stamp = self._stamp()
         self.state = load_as_built(self.model)
         self.fabric = self.state.design
         self.engine = get_engine(engine).name
@@ -84,6 +84,7 @@ class Watcher:
         # outlives it, so a watcher started after the cables came back returns to the design)
         self.down: frozenset[int] = self._recorded_down()
         self.synced = False  # has a step checked that loom's last tables are the ones for `down`?
+        self.around = self.down | self.state.cables_down  # what the tables in force route around, declared too
         self.seen_down: frozenset[int] = frozenset()  # cables the last discovery found down
         self.trapped: set[int] = set()  # switches (GUIDs) whose link-state traps are not yet looked at
         # the tables this watcher verified last, or the design when it is what loom applied last (`_in_force`)
@@ -94,19 +95,10 @@ class Watcher:
         self._log_offset = 0
 
     def _design(self) -> Tables:
-        """The design tables loom applied (`design.lfts`), else the tables it applied last when
-        they are the intact fabric's, else the design's routing."""
+        """The design tables, found as plan finds them (`design.design_tables`)."""
         from .plan import routing_key
 
-        kept = recorded(self.target.dir, routing_key(self.fabric), self.fabric)
-        if kept is not None:
-            return kept
-        sn = subnet(self.fabric, 0)
-        last, copy = self.target.dir / "last-applied.sha256", self.target.dir / "last-applied.lfts"
-        if last.exists() and copy.exists() and digest_live(copy.read_text()) == last.read_text().strip() \
-                and not (self.target.dir / "watch.down.json").exists() and not self.state.declared:
-            return tables_from_dump(sn, copy.read_text(), "design")
-        return route(self.fabric)[0]
+        return design_tables(self.target.dir, self.fabric, routing_key(self.fabric), last_applied(self.target.dir, self.fabric))
 
     # ------------------------------------------------------------------ detection
     def sweeps_seen(self) -> bool:
@@ -153,9 +145,10 @@ class Watcher:
         now = time.monotonic() if now is None else now
         detected = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         t0 = time.perf_counter()
+        self._reread_declared()
         found = self.cables_down()
         seconds = {"discover": round(time.perf_counter() - t0, 3)}
-        for c in self.down - found:
+        for c in (self.down - found) if self.synced else ():  # a new watcher holds nothing down: what is up is up
             self.back_since.setdefault(c, now)
         for c in found:
             self.back_since.pop(c, None)
@@ -164,17 +157,18 @@ class Watcher:
         want = frozenset(found | held)
         if want == self.down and self.synced:
             return None
-        changed = sorted(self.fabric.cable_id(c) for c in want ^ self.down)
-        kind = "down" if want - self.down or (not changed and want) else "up"
+        around = want | self.state.cables_down  # observed and declared
+        changed = sorted(self.fabric.cable_id(c) for c in around ^ self.around)
+        kind = "down" if around - self.around else "up"
         t1 = time.perf_counter()
         tables, failed, checking = self._reroute(want)
         if not changed and self._is_last_applied(tables):  # a new watcher, and loom's tables are right
-            self.synced = True
+            self.synced, self.down = True, want
             return None
         seconds["reroute"] = round(time.perf_counter() - t1 - checking, 3)
         seconds["check"] = round(checking, 3)
         checked = self._in_force()
-        names = sorted(self.fabric.cable_id(c) for c in want)
+        names = sorted(self.fabric.cable_id(c) for c in around)
         if failed:
             event = Event("refused", sorted(self.fabric.cable_id(c) for c in self.down), changed, detected, seconds,
                           ok=False, message=f"the reroute fails {failed[0]}; the tables in force stay")
@@ -183,13 +177,41 @@ class Watcher:
             result = apply_tables(self.target, self.model, tables, "watch", previous=checked, cables_down=names)
             seconds["apply"] = round(time.perf_counter() - t3, 3)
             if result.ok:
-                self.down, self.applied, self.synced = want, tables, True
+                self.down, self.applied, self.synced, self.around = want, tables, True, around
                 self._record_down()
             event = Event(kind if result.ok else "failed", sorted(self.fabric.cable_id(c) for c in self.down), changed,
                           detected, seconds, result.entries_changed, result.ok, result.message)
         event.seconds["total"] = round(time.perf_counter() - t0, 3)
         self._write(event)
         return event
+
+    def _reread_declared(self) -> None:
+        """Take what the model and the lock declare down afresh when either file changed (an
+        operator's `loom mark` while the watcher runs routes around the mark at the next step)."""
+        from loom.push.errors import PlanError
+
+        from .plan import routing_key
+
+        stamp = self._stamp()
+        if stamp != self._declared_stamp:
+            state = load_as_built(self.model)
+            if routing_key(state.design) != routing_key(self.fabric):
+                raise PlanError(f"{self.model} now describes another fabric (its design changed): this watcher stops; "
+                                "start it again for the new design (`loom plan` and `loom apply` first)")
+            self.state, self._declared_stamp = state, stamp
+            self.synced = False  # the tables for what is down may differ now
+
+    def _stamp(self) -> tuple:
+        from loom.expand import lock_path
+
+        out = []
+        for path in (self.model, lock_path(self.model)):
+            try:
+                st = path.stat()
+                out.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append(None)
+        return tuple(out)
 
     def _failing(self, tables: Tables, checked: Tables | None) -> list[str]:
         """The checks `tables` fail.  Balance is re-judged only where the tables in force
