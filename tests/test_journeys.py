@@ -187,11 +187,12 @@ def test_a_new_leaf_group_is_cabled_in(fabric_up):
     code, out = loom("sim", "up", model)
     assert code == 0 and "re-cabled" in out, out
     code, out = loom("plan", model)
-    assert code == 2 and "drift" not in out and "as built" not in out, out
+    assert code == 2 and "drift:" not in out and "as built" not in out, out
     plan = last_plan(d)
     added = {a["name"] for a in plan["changes"]["destinations_added"]}
     assert {f"z0-c{i:02d}-hca0" for i in range(9, 17)} | {"z0-leaf4", "z0-leaf5"} <= added
     assert plan["changes"]["per_switch"]["z0-leaf4"] > 0
+    assert plan["new_switches"] == ["z0-leaf4", "z0-leaf5"] and "re-cabled since loom applied last: 2 switches new" in out
     assert loom("apply", "--model", model)[0] == 0
     no_changes(model)
 

@@ -102,6 +102,11 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     down = as_built_lines(p.get("as_built"))
     for line in down:
         out.print(line, highlight=False, markup=False)
+    new = p.get("new_switches") or []
+    if new:
+        out.print(f"re-cabled since loom applied last: {len(new)} switch{'es' if len(new) != 1 else ''} new "
+                  f"({', '.join(new[:8])}{' …' if len(new) > 8 else ''}); their tables are added, not drift",
+                  highlight=False, markup=False)
     if not changed:
         out.print(f"[green]No changes.[/green] The live tables of {escape(p['fabric'])} match the model"
                   + (" as it stands" if down else "") + (" (routing and QoS)." if q["intent"] else "."))

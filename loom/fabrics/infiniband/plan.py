@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+
+import numpy as np
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from loom.push.planfile import content_digest, plan_header
 from loom.qos import plan_qos
 from loom.render.opensm import guid2lid, tables_from_dump
 from loom.routing import subnet
-from loom.routing.base import Tables
+from loom.routing.base import NO_ROUTE, Tables
 from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
@@ -113,6 +115,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         "design_key": design_key,
         "as_built": {**state.as_dict(), "routing": made},
         "drift": "; ".join(drift) or None,
+        "new_switches": _new_switches(sn, last),
         "qos": qos_part,
         "changes": diff_tables(live, tables),
         "standbys_differing": standbys,
@@ -142,8 +145,17 @@ def _drifted(target: Target, sn, live: Tables, live_sha: str, last: Tables | Non
         return False
     if last is None:
         return last_sha.read_text().strip() != live_sha
-    rows = UpDown(sn).live
+    rows = UpDown(sn).live & (last.lft != NO_ROUTE).any(axis=1)  # switches loom programmed, in service now
     return bool((last.lft[rows] != live.lft[rows]).any())
+
+
+def _new_switches(sn, last: Tables | None) -> list[str]:
+    """Switches in service that the tables loom applied last did not program: the fabric was
+    re-cabled (grown) since; their tables are added, which is not drift."""
+    if last is None:
+        return []
+    new = UpDown(sn).live & ~(last.lft != NO_ROUTE).any(axis=1)
+    return [sn.name(int(x)) for x in np.flatnonzero(new)]
 
 
 def routing_key(fabric: Fabric) -> str:
