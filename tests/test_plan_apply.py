@@ -292,3 +292,34 @@ def test_a_routing_only_change_is_applied_by_a_reload(tiny_up, tmp_path):
     assert "Exiting SM" not in d.log.read_text().split("SUBNET UP")[starts]  # OpenSM was not restarted
     want = parse_lfts_dump(rows_text(read_plan(tmp_path / "back.json")["desired_lfts"]))
     assert parse_lfts_dump(d.dump_fts()) == want
+
+
+@pytest.mark.parametrize("where", ["drift", "fabric", "per_switch", "destinations_moved", "examples", "standbys_differing"])
+def test_show_prints_markup_in_a_plan_as_text(tiny_up, tmp_path, where):
+    """Issue 35: `[/x]` (Rich markup) in any text field of a saved plan is shown as written, never
+    a crash; a plan whose digest does not match its content is shown with a warning."""
+    from loom.push.planfile import content_digest
+
+    path = tmp_path / "plan.json"
+    assert loom("plan", TINY, "--out", str(path))[0] == 2
+    p = json.loads(path.read_text())
+    bad = "[/x] [bold]z"
+    if where == "drift":
+        p["drift"] = bad
+    elif where == "fabric":
+        p["fabric"] = bad
+    elif where == "per_switch":
+        p["changes"]["per_switch"] = {bad: 1}
+    elif where == "destinations_moved":
+        p["changes"]["destinations_moved"][0]["name"] = bad
+    elif where == "examples":
+        p["qos"]["examples"], p["qos"]["ports_differing"] = [bad], 1
+    else:
+        p["standbys_differing"] = [bad]
+    path.write_text(json.dumps(p))
+    code, out = loom("show", str(path))
+    assert code == 0 and "[/x]" in out and "modified after loom made it" in out, out
+    p["plan_sha256"] = content_digest(p)  # re-signed: no warning, still no crash
+    path.write_text(json.dumps(p))
+    code, out = loom("show", str(path))
+    assert code == 0 and "[/x]" in out and "modified after" not in out, out

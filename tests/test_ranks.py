@@ -77,3 +77,15 @@ def test_cli_writes_rank_files(tmp_path):
 def test_bad_requests_are_refused_cleanly(args, message):
     r = runner.invoke(app, ["ranks", str(TOPO / "fire-flyer-2.yaml"), *args])
     assert r.exit_code == 1 and message in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("job, words", [
+    ("z0-c[0-" + "9" * 5000 + "]", "numbers of at most 18 digits"),
+    ("a" * 100_000 + "[0-999998]", "64 MB of names"),
+])
+def test_a_hostile_job_is_refused_fast_and_quoted_short(job, words):
+    """Issue 35: a 5,000-digit range was a ValueError traceback (int digit limit); a 100 kB prefix
+    over a large range took 3 GB.  Both are refused before any name is made, the job quoted in
+    60 characters."""
+    r = CliRunner().invoke(app, ["ranks", str(TOPO / "tiny.yaml"), "--job", job])
+    assert r.exit_code == 1 and words in r.output and "Traceback" not in r.output and len(r.output) < 600, r.output

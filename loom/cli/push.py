@@ -178,13 +178,16 @@ def plan_on(backend, d, model: Path, fabric: Fabric, out_file: Path | None, as_j
 def show_plan(path: Path, as_json: bool, entries: bool) -> None:
     """`loom show PLAN`: a saved plan of either technology, its shape checked by its backend."""
     from loom.fabrics import backend_of_plan
-    from loom.push.planfile import read_plan
+    from loom.push.planfile import content_digest, read_plan
     from loom.render.plan_report import summary_json
 
     with refusals():
         p = read_plan(path)
         backend = backend_of_plan(p)
         backend.check_shape(p, path)
+    if p.get("plan_sha256") != content_digest(p):
+        err.print(f"warning: {path} was modified after loom made it (plan_sha256 does not match its content): "
+                  "what follows is not loom's plan, and `loom apply` refuses it", highlight=False, markup=False)
     if as_json:
         sys.stdout.write(summary_json(p, backend.plan_entries(p) if entries else None))
         return

@@ -13,7 +13,9 @@ from itertools import groupby
 
 _NAME = re.compile(r"^(.*?)(\d+)$")
 _TERM = re.compile(r"([^,\[\]]+)(?:\[([0-9,\-]+)\])?([^,\[\]]*)")
-MAX_EXPANSION = 1_000_000
+MAX_EXPANSION = 1_000_000  # names
+MAX_CHARS = 64_000_000  # characters of all names together: long prefixes count too
+MAX_DIGITS = 18  # a range bound wider than this is no host number (and would not fit an int64)
 
 
 class HostlistError(ValueError):
@@ -49,30 +51,41 @@ def compress(names: list[str]) -> str:
     return ",".join(parts)
 
 
+def _shown(expr: str) -> str:
+    return repr(expr if len(expr) <= 60 else expr[:57] + "...")
+
+
 def expand(expr: str) -> list[str]:
-    """The names of an expression (`a[1-3],b7`); HostlistError on anything malformed."""
+    """The names of an expression (`a[1-3],b7`); HostlistError on anything malformed, or on
+    one that stands for more than MAX_EXPANSION names or MAX_CHARS characters."""
     out: list[str] = []
+    chars = 0
     pos = 0
     expr = expr.strip()
     while pos < len(expr):
         m = _TERM.match(expr, pos)
         if m is None or m.end() == pos:
-            raise HostlistError(f"cannot read the hostlist {expr!r} at character {pos + 1}")
+            raise HostlistError(f"cannot read the hostlist {_shown(expr)} at character {pos + 1}")
         prefix, ranges, suffix = m.groups()
         if ranges is None:
             out.append(prefix + suffix)
+            chars += len(prefix) + len(suffix)
         else:
             for part in ranges.split(","):
                 lo, _, hi = part.partition("-")
-                if not lo.isdigit() or (hi and not hi.isdigit()):
-                    raise HostlistError(f"bad range {part!r} in the hostlist {expr!r}")
+                if not lo.isdigit() or (hi and not hi.isdigit()) or max(len(lo), len(hi)) > MAX_DIGITS:
+                    raise HostlistError(f"bad range {_shown(part)} in the hostlist {_shown(expr)} (numbers of at most "
+                                        f"{MAX_DIGITS} digits)")
                 a, b = int(lo), int(hi or lo)
-                if b < a or len(out) + b - a >= MAX_EXPANSION:
-                    raise HostlistError(f"bad range {part!r} in the hostlist {expr!r}")
+                width = len(prefix) + len(suffix) + max(len(lo), len(str(b)))
+                if b < a or len(out) + b - a >= MAX_EXPANSION or chars + (b - a + 1) * width > MAX_CHARS:
+                    raise HostlistError(f"bad range {_shown(part)} in the hostlist {_shown(expr)} (at most "
+                                        f"{MAX_EXPANSION:,} names, {MAX_CHARS // 1_000_000} MB of names)")
                 out += [f"{prefix}{i:0{len(lo)}d}{suffix}" for i in range(a, b + 1)]
+                chars += (b - a + 1) * width
         pos = m.end()
         if pos < len(expr):
             if expr[pos] != ",":
-                raise HostlistError(f"cannot read the hostlist {expr!r} at character {pos + 1}")
+                raise HostlistError(f"cannot read the hostlist {_shown(expr)} at character {pos + 1}")
             pos += 1
     return out

@@ -96,9 +96,9 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     entries per switch, the destinations that move, balance before and after."""
     c, q = p["changes"], p["qos"]
     if p["drift"]:
-        out.print(f"[yellow]drift:[/yellow] {p['drift']}", highlight=False)
+        out.print(f"[yellow]drift:[/yellow] {escape(p['drift'])}", highlight=False)
     for line in p.get("standbys_differing", []):
-        out.print(f"standby: {line} (apply writes the master's files to every standby)", highlight=False)
+        out.print(f"standby: {escape(line)} (apply writes the master's files to every standby)", highlight=False)
     down = as_built_lines(p.get("as_built"))
     for line in down:
         out.print(line, highlight=False, markup=False)
@@ -115,21 +115,21 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
         out.print(f"QoS: {'OpenSM QoS options change; ' if q['conf_changes'] else ''}"
                   f"{q['ports_differing']} ports hold other SL2VL/VLArb tables than the model wants")
         for e in q["examples"]:
-            out.print(f"    {e}", highlight=False)
+            out.print(f"    {e}", highlight=False, markup=False)
     if not c["entries_changed"]:
         out.print("Routing: no LFT changes.")
         return
-    out.print(f"Plan for {p['fabric']}: [bold]{c['entries_changed']}[/bold] LFT entries on "
+    out.print(f"Plan for {escape(p['fabric'])}: [bold]{c['entries_changed']}[/bold] LFT entries on "
               f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move"
               + (f", {len(c['destinations_added'])} added (new, or back in service)" if c.get("destinations_added") else ""))
     t = Table("switch", "entries changed")
     for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))[:15]:
-        t.add_row(name, str(n))
+        t.add_row(escape(name), str(n))
     if len(c["per_switch"]) > 15:
         t.add_row(f"... {len(c['per_switch']) - 15} more", "")
     out.print(t)
     moved = c["destinations_moved"]
-    out.print("destinations moved: " + ", ".join(f"{m['name']} (LID {m['lid']})" for m in moved[:12])
+    out.print("destinations moved: " + ", ".join(f"{escape(m['name'])} (LID {m['lid']})" for m in moved[:12])
               + (f", ... {len(moved) - 12} more" if len(moved) > 12 else ""), highlight=False)
     b0, b1 = p["balance_before"], p["balance_after"]
     out.print(f"balance (max destinations per leaf up-port / bound): before {b0['max_dest_per_up_port']}/{b0['lower_bound']}, "
@@ -141,7 +141,7 @@ def print_frr_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     """An Ethernet plan as `loom plan` and `loom show` print it: per switch the configuration
     lines that change, the routes that differ, the BGP sessions and the first change."""
     if p["drift"]:
-        out.print(f"[yellow]drift:[/yellow] {p['drift']}", highlight=False)
+        out.print(f"[yellow]drift:[/yellow] {escape(p['drift'])}", highlight=False)
     sw = p["switches"]
     sessions = [sum(s["sessions"][i] for s in sw.values()) for i in (0, 1)]
     bgp = f"; BGP sessions {sessions[0]}/{sessions[1]} established" if sessions[1] else ""
@@ -153,14 +153,14 @@ def print_frr_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
                   f"routes the model wants{' as it stands' if down else ''}{bgp}.", highlight=False)
         return
     c = p["changes"]
-    out.print(f"Plan for {p['fabric']}: [bold]{c['lines_changed']}[/bold] configuration lines on [bold]"
+    out.print(f"Plan for {escape(p['fabric'])}: [bold]{c['lines_changed']}[/bold] configuration lines on [bold]"
               f"{c['switches_touched']}[/bold] switches; routes differ from the intent on {c['fib_differing']} switches{bgp}",
               highlight=False)
     t = Table("switch", "config lines", "routes differing", "BGP sessions", "first change")
     changed = [n for n in sw if sw[n]["changes"] or sw[n]["fib"]]
     for n in sorted(changed, key=natural)[:15]:
         s = sw[n]
-        t.add_row(n, str(len(s["changes"])), str(len(s["fib"])), f"{s['sessions'][0]}/{s['sessions'][1]}",
+        t.add_row(escape(n), str(len(s["changes"])), str(len(s["fib"])), f"{s['sessions'][0]}/{s['sessions'][1]}",
                   escape((s["changes"] or s["fib"])[0]))
     if len(changed) > 15:
         t.add_row(f"... {len(changed) - 15} more", "", "", "", "")
