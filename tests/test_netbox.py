@@ -210,3 +210,10 @@ def test_unreachable_and_missing_settings():
     assert r.exit_code == 1 and "NETBOX_TOKEN is not set" in r.output
     r = CliRunner().invoke(app, ["netbox", "plan", str(TINY)], env={"NETBOX_URL": "ftp://x", "NETBOX_TOKEN": TOKEN})
     assert r.exit_code == 1 and "not an http(s) URL" in r.output
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://h:99999", "http://:80"])
+def test_a_url_no_client_can_use_is_refused_naming_it(url):
+    """Issue 35: `NETBOX_URL='http://[::1'` was a LocationParseError traceback."""
+    r = CliRunner().invoke(app, ["netbox", "plan", str(TINY)], env={"NETBOX_URL": url, "NETBOX_TOKEN": TOKEN})
+    assert r.exit_code == 1 and "not an http(s) URL" in r.output and "Traceback" not in r.output, r.output

@@ -37,6 +37,17 @@ class _Session(requests.Session):
         return super().request(*args, **kwargs)
 
 
+def _parses(url: str) -> bool:
+    """Does the URL have a host (and port) an HTTP client can use (`http://[::1` has none)?"""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:
+        return False
+
+
 class Client:
     """pynetbox's API object, checked: reachable, token accepted, version new enough."""
 
@@ -52,8 +63,8 @@ class Client:
         url, token = os.environ.get("NETBOX_URL", "").strip(), os.environ.get("NETBOX_TOKEN", "").strip()
         if not url:
             raise NetBoxError("NETBOX_URL is not set; fix: export NETBOX_URL=https://netbox.example.com")
-        if not re.match(r"^https?://[^\s/]+", url):
-            raise NetBoxError(f"NETBOX_URL {url!r} is not an http(s) URL; fix: export NETBOX_URL=https://netbox.example.com")
+        if not re.match(r"^https?://[^\s/]+", url) or not _parses(url):
+            raise NetBoxError(f"NETBOX_URL {url[:200]!r} is not an http(s) URL; fix: export NETBOX_URL=https://netbox.example.com")
         if not token:
             raise NetBoxError("NETBOX_TOKEN is not set; fix: create an API token with write permission in NetBox "
                               "(Admin → API tokens) and export NETBOX_TOKEN=<token>")
