@@ -234,3 +234,23 @@ def test_new_zone_listed_first_moves_and_renumbers_nothing(tmp_path):
     assert new.racks[:len(old.racks)] == old.racks
     units = [(d.rack, d.ru) for d in (*new.switches, *new.nodes)]
     assert len(units) == len(set(units))
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["switches"]["z0-leaf0"].update(lid=0xFFFF), "switches.z0-leaf0.lid"),
+    (lambda d: d["switches"]["z0-leaf0"].update(lid=10**30), "switches.z0-leaf0.lid"),
+    (lambda d: d["switches"]["z0-leaf0"].update(guid="0x" + "f" * 40), "switches.z0-leaf0.guid"),
+    (lambda d: d["nodes"]["z0-c00"]["ports"]["hca0/1"].update(lid=10**30), "nodes.z0-c00.ports.hca0/1.lid"),
+])
+def test_identities_out_of_range_are_refused_by_every_reader(tmp_path, edit, field):
+    """Issue 35: a switch LID of 0xffff (multicast) or a 160-bit GUID passed `lock --check` and
+    reached guid2lid; a LID of 10^30 crashed check and route with OverflowError."""
+    topo = Path(__file__).parent.parent / "topology"
+    shutil.copy(topo / "tiny.yaml", tmp_path)
+    data = json.loads((topo / "tiny.lock.json").read_text())
+    edit(data)
+    (tmp_path / "tiny.lock.json").write_text(json.dumps(data))
+    for cmd in (["check"], ["route", "--out", str(tmp_path / "out")], ["lock", "--check"]):
+        r = CliRunner().invoke(app, [cmd[0], str(tmp_path / "tiny.yaml"), *cmd[1:]])
+        assert r.exit_code == 1 and field in r.output and "Traceback" not in r.output, (cmd, r.output)
+    assert not (tmp_path / "out").exists()

@@ -44,13 +44,14 @@ VERSION = 1
 ABOUT = ("Loom lock file: where every switch, node and cable of this fabric is (rack, RU, switch port, "
          "GUID, LID). Written by `loom lock MODEL`; commit it next to the model. Do not edit by hand "
          "(`loom lock --check` refuses a file whose digest no longer matches).")
-Guid = Annotated[int, BeforeValidator(lambda v: int(v, 16) if isinstance(v, str) else v), Field(ge=0)]
+Guid = Annotated[int, BeforeValidator(lambda v: int(v, 16) if isinstance(v, str) else v), Field(ge=0, le=2**64 - 1)]
+MAX_LID = 0xBFFF  # the last unicast LID: 0xC000 and up are multicast
 
 
 class LockedPort(Strict):
     switch: str = Field(description="switch the NIC port is cabled to")
     port: int = Field(ge=1, description="switch port number")
-    lid: int = Field(0, ge=0, description="LID of the NIC port (InfiniBand), 0 on Ethernet")
+    lid: int = Field(0, ge=0, le=MAX_LID, description="LID of the NIC port (InfiniBand), 0 on Ethernet")
     guid: Guid = Field(0, description="port GUID (InfiniBand), 0 on Ethernet")
     address: str | None = Field(None, description="host address on its /31 (Ethernet)")
 
@@ -64,7 +65,7 @@ class LockedNode(Strict):
 class LockedSwitch(Strict):
     rack: str
     ru: int = Field(ge=1)
-    lid: int = Field(0, ge=0)
+    lid: int = Field(0, ge=0, le=MAX_LID)
     guid: Guid = 0
     loopback: str | None = None
 
