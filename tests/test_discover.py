@@ -108,3 +108,21 @@ def test_discover_without_a_running_fabric_says_how_to_start_it(tmp_path, monkey
     monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
     code, out = loom("discover", TINY)
     assert code == 2 and "`loom sim up` restarts it" in out, out
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", "no node in it"),
+    ("# only a comment\n", "no node in it"),
+    ('Switch ' + "9" * 5000 + ' "S-01"\n', "line 1: not an ibnetdiscover node or port line"),
+    ('Switch 8 "S-01"\n[' + "9" * 5000 + '] "S-02"[1]\n', "line 2: not an ibnetdiscover node or port line"),
+    ('Switch 8 "S-01"\n[9] "S-02"[1]\n', "line 2: port 9 of a 8-port node"),
+    ('Switch 8 "S-01"\n[1] "S-02"[1]\n\nSwitch 8 "S-01"\n[2] "S-02"[2]\n', "line 4: node GUID 0x0000000000000001 is listed again"),
+])
+def test_a_hostile_topology_file_is_refused_naming_the_line(tmp_path, text, words):
+    """Issue 35: 5,000-digit port fields were a ValueError traceback, an empty file read as
+    "every cable missing", duplicate GUIDs merged silently, ports beyond a node's count reported
+    as miswiring."""
+    bad = tmp_path / "x.topo"
+    bad.write_text(text)
+    code, out = loom("discover", TINY, "--topology", str(bad))
+    assert code == 2 and words in out and "Traceback" not in out, out

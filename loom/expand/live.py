@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 #: Gb/s per lane of each InfiniBand speed name ibnetdiscover prints.
 LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50, "NDR": 100, "XDR": 200}
 
-_NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*?)")?')
-_PORT = re.compile(r'^\[(\d+)\](?:\(([0-9a-fA-F]{1,16})\))?\s*"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\]'
+# port numbers and counts have at most 3 digits (an InfiniBand node has at most 254 ports)
+_NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d{1,3})\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*?)")?')
+_PORT = re.compile(r'^\[(\d{1,3})\](?:\(([0-9a-fA-F]{1,16})\))?\s*"([SHR])-([0-9a-fA-F]{1,16})"\[(\d{1,3})\]'
                    r'(?:\(([0-9a-fA-F]{1,16})\))?(.*)$')
 _RATE = re.compile(r"\b(\d{1,2})x([A-Z]+\d*)\b")
 _SKIP = re.compile(r"^\s*(?:$|#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=)")
@@ -57,9 +58,13 @@ class LiveFabric:
 
 
 def parse_ibnetdiscover(text: str, source: str = "ibnetdiscover") -> LiveFabric:
+    """The nodes and links of a topology file; TopologyError naming the line for anything that
+    is not ibnetdiscover's: a malformed line, a node listed twice, a port beyond its node's
+    count, no node at all (an empty file is not "every cable missing")."""
     live = LiveFabric()
     seen: dict[tuple[tuple[int, int], tuple[int, int]], LiveLink] = {}
     node: LiveNode | None = None
+    first: dict[int, int] = {}  # node GUID → the line that listed it
     for n, line in enumerate(text.splitlines(), 1):
         if _SKIP.match(line):
             continue
@@ -67,6 +72,11 @@ def parse_ibnetdiscover(text: str, source: str = "ibnetdiscover") -> LiveFabric:
         if m:
             kind = {"Switch": "switch", "Ca": "ca", "Rt": "router"}[m.group(1)]
             node = LiveNode(int(m.group(4), 16), kind, int(m.group(2)), m.group(5) or "")
+            if node.guid in first:
+                raise TopologyError(f"{source}, line {n}: node GUID {node.guid:#018x} is listed again (first on line "
+                                    f"{first[node.guid]}): two devices with one GUID, or two files joined; give one "
+                                    "`ibnetdiscover` output")
+            first[node.guid] = n
             live.nodes[node.guid] = node
             continue
         m = _PORT.match(line)
@@ -74,6 +84,9 @@ def parse_ibnetdiscover(text: str, source: str = "ibnetdiscover") -> LiveFabric:
             raise TopologyError(f"{source}, line {n}: not an ibnetdiscover node or port line; give the output of "
                                 "`ibnetdiscover` (without -p/-g options)")
         port, own_guid, far, far_port = int(m.group(1)), m.group(2), int(m.group(4), 16), int(m.group(5))
+        if not 1 <= port <= node.ports:
+            raise TopologyError(f"{source}, line {n}: port {port} of a {node.ports}-port node; give the output of "
+                                "`ibnetdiscover` as it printed it")
         if own_guid and node.kind == "ca":
             live.port_guids[(node.guid, port)] = int(own_guid, 16)
         if m.group(6) and m.group(3) == "H":
@@ -83,5 +96,7 @@ def parse_ibnetdiscover(text: str, source: str = "ibnetdiscover") -> LiveFabric:
         ends = tuple(sorted([(node.guid, port), (far, far_port)]))
         if ends not in seen:
             seen[ends] = LiveLink(ends[0], ends[1], width, speed)
+    if not live.nodes:
+        raise TopologyError(f"{source}: no node in it (an empty or truncated file); give the output of `ibnetdiscover`")
     live.links = list(seen.values())
     return live
