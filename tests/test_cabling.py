@@ -153,3 +153,17 @@ def test_one_grammar_sheet_and_diff_subcommands():
                  (tiny, "--format", "xlsx")):
         r = runner.invoke(app, ["cabling", *args])
         assert r.exit_code == 2 and "Error:" in r.output and "Traceback" not in r.output, (args, r.output)
+
+
+@pytest.mark.parametrize("catalogue, words", [
+    ("catalogue/nope.yaml", "cannot read the cable catalogue"),
+    ("../../etc/passwd", "outside the model's directory"),
+])
+def test_validate_refuses_what_loom_cabling_would(tmp_path, catalogue, words):
+    """Issue 35: a `cabling:` naming a catalogue that is not there passed `loom validate`; only
+    `loom cabling` refused it.  validate runs every whole-model rule a later command applies."""
+    model = tmp_path / "tiny.yaml"
+    model.write_text((Path(__file__).parent.parent / "topology" / "tiny.yaml").read_text()
+                     .replace("catalogue: catalogue/nvidia-hdr.yaml", f"catalogue: {catalogue}"))
+    r = CliRunner().invoke(app, ["validate", str(model)])
+    assert r.exit_code == 1 and words in r.output and "valid (" not in r.output, r.output

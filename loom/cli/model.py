@@ -16,8 +16,15 @@ from .common import (FORMAT_OPT, JSON_OPT, MODEL_ARG, backend_of, err, input_err
 
 
 def validate(model: Path = MODEL_ARG) -> None:
-    """Check a model: schema, references, port budgets, speeds. Exit 0 if valid, 1 if not."""
-    m = load_model(model).model
+    """Check a model: schema, references, port budgets, speeds, and every whole-model rule a
+    later command applies (the cable catalogue its `cabling:` names, and that a medium of it
+    reaches every run). Exit 0 if valid, 1 if not."""
+    from .cabling import cable_plan_of
+
+    fabric = load_model(model)
+    m = fabric.model
+    if m.cabling is not None:
+        cable_plan_of(model, fabric)
     out.print(f"{model}: valid ({m.name}, {m.technology})", highlight=False, markup=False)
 
 
