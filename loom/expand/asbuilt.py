@@ -76,7 +76,7 @@ class AsBuilt:
     def with_observed(self, cable_ids: list[str]) -> "AsBuilt":
         """This state with `cable_ids` (design cables a discovery did not find) observed down;
         those already declared are not repeated."""
-        ends = _by_id(self.design)
+        ends = self.design.cable_index
         declared = {i for d in self.declared for i in d.cables}
         seen = tuple(Down(c, "observed", (ends[c],)) for c in sorted(set(cable_ids)) if c in ends and ends[c] not in declared)
         return AsBuilt(self.design, self.declared, seen)
@@ -148,5 +148,7 @@ def _zone_downs(design: Fabric, zone, source: str) -> list[Down]:
     return out
 
 
-def _by_id(design: Fabric) -> dict[str, int]:
-    return {design.cable_id(i): i for i in range(len(design.cables))}
+def without_named(design: Fabric, cable_ids) -> Fabric:
+    """The design without the cables named by ID (names it does not have take nothing out)."""
+    index = design.cable_index
+    return without(design, FailureSet(frozenset(index[c] for c in cable_ids if c in index), frozenset(), ()))

@@ -119,6 +119,11 @@ class Fabric:
         return {s.name: s.index for s in self.switches}
 
     @cached_property
+    def cable_index(self) -> dict[str, int]:
+        """Cable ID (`cable_id`) → row of `cables`."""
+        return {self.cable_id(i): i for i in range(len(self.cables))}
+
+    @cached_property
     def node_index(self) -> dict[str, int]:
         return {n.name: n.index for n in self.nodes}
 

@@ -112,8 +112,7 @@ def as_planned(plan: dict, fabric, where: str):
     """The fabric as it stood when the plan was made: the model's design without the cables the
     plan routes around (`as_built.cables_down`, declared and observed), so apply checks the very
     fabric the plan was made for; plans without the key are checked on `fabric` (the model's)."""
-    from loom.expand.asbuilt import load_as_built
-    from loom.expand.failures import FailureSet, without
+    from loom.expand.asbuilt import load_as_built, without_named
 
     as_built = plan.get("as_built")
     if as_built is not None and not isinstance(as_built, dict):
@@ -122,7 +121,6 @@ def as_planned(plan: dict, fabric, where: str):
     if down is None:
         return fabric
     design = load_as_built(plan["model"]).design
-    ids = {design.cable_id(i): i for i in range(len(design.cables))}
-    if not isinstance(down, list) or any(not isinstance(c, str) or c not in ids for c in down):
+    if not isinstance(down, list) or any(not isinstance(c, str) or c not in design.cable_index for c in down):
         raise PlanError(f"{where}: as_built.cables_down names cables the model does not have; run `loom plan` again")
-    return without(design, FailureSet(frozenset(ids[c] for c in down), frozenset(), ()))
+    return without_named(design, down)

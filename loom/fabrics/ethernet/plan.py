@@ -75,7 +75,8 @@ def cables_down(target: FrrTarget, design: Fabric) -> list[str]:
 
     names = interface_names(design)
     by_switch = {}
-    for sw, text in zip(sorted(target.switches()), parallel(target.links, sorted(target.switches()))):
+    switches = sorted(target.switches())
+    for sw, text in zip(switches, parallel(target.links, switches)):
         try:
             by_switch[sw] = {i.get("ifname"): "LOWER_UP" in i.get("flags", []) for i in json.loads(text or "[]")}
         except (json.JSONDecodeError, AttributeError):

@@ -22,8 +22,7 @@ from typing import Callable
 import numpy as np
 
 from loom.expand import load_fabric
-from loom.expand.asbuilt import load_as_built
-from loom.expand.failures import FailureSet, without
+from loom.expand.asbuilt import load_as_built, without_named
 from loom.push import engine
 from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, nothing_written, quiet, timed, under_lock
 from loom.push.errors import PlanError, TargetError
@@ -36,6 +35,7 @@ from loom.routing.base import NO_ROUTE
 from loom.routing.updown import UpDown
 
 from .checked import check_plan
+from .design import design_files
 from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
 from .plan import has_changes
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
@@ -241,11 +241,8 @@ def _design_key(plan: dict) -> str | None:
 
 
 def _design_files(d: Target, design_key: str | None, lfts: str | None) -> dict:
-    from .design import DESIGN_KEY, DESIGN_LFTS
-
-    if not design_key or not lfts:
-        return {}
-    return {d.dir / DESIGN_LFTS: lfts, d.dir / DESIGN_KEY: f"{design_key} {digest_live(lfts)}\n"}
+    """The design tables' files to write with the apply's own records (none unless both are known)."""
+    return design_files(d.dir, design_key, lfts) if design_key and lfts else {}
 
 
 def _finish(d: Target, j: dict, journal: Journal) -> None:
@@ -309,9 +306,7 @@ def _as_it_stands(j: dict):
     down = j.get("cables_down")
     if down is None:
         return subnet(load_fabric(j["model"]), 0)
-    design = load_as_built(j["model"]).design
-    ids = {design.cable_id(i): i for i in range(len(design.cables))}
-    return subnet(without(design, FailureSet(frozenset(ids[c] for c in down if c in ids), frozenset(), ())), 0)
+    return subnet(without_named(load_as_built(j["model"]).design, down), 0)
 
 
 #: how an InfiniBand apply that died is finished or undone (`loom.push.engine.recover`)

@@ -9,7 +9,7 @@ Which design tables: the ones loom applied on the intact fabric, kept in the tar
 directory (`design.lfts`, with the routing key of the design they were made for in
 `design.key`), while the design is unchanged; else the design routed afresh, keeping the
 choices of `hint` (the tables in force) where balance allows.  An apply of a plan made with
-nothing down records them (`loom.fabrics.infiniband.apply`).
+nothing down records them (`design_files`, written by `loom.fabrics.infiniband.apply`).
 """
 
 from __future__ import annotations
@@ -26,16 +26,21 @@ from loom.routing.repair import repair_or_widen, settled
 DESIGN_LFTS, DESIGN_KEY = "design.lfts", "design.key"
 
 
+def design_files(state_dir: Path, design_key: str, lfts: str) -> dict[Path, str]:
+    """The files that keep `lfts` as the design tables of the design with `design_key` (the
+    caller writes them with its own records, atomically: `loom.files.write_all_atomic`)."""
+    return {Path(state_dir) / DESIGN_LFTS: lfts, Path(state_dir) / DESIGN_KEY: f"{design_key} {digest_live(lfts)}\n"}
+
+
 def recorded(state_dir: Path, design_key: str, design) -> Tables | None:
-    """The design tables loom applied, if they were made for this design (`design_key`)."""
-    lfts, key = Path(state_dir) / DESIGN_LFTS, Path(state_dir) / DESIGN_KEY
+    """The design tables loom applied, if they were made for this design (`design_key`) and are
+    the ones its digest names."""
     try:
-        if key.read_text().split()[0] != design_key:
-            return None
-        text = lfts.read_text()
-        if key.read_text().split()[1] != digest_live(text):
-            return None
-    except (OSError, IndexError):
+        key, digest = (Path(state_dir) / DESIGN_KEY).read_text().split()
+        text = (Path(state_dir) / DESIGN_LFTS).read_text()
+    except (OSError, ValueError):
+        return None
+    if key != design_key or digest != digest_live(text):
         return None
     return tables_from_dump(subnet(design, 0), text, "design")
 

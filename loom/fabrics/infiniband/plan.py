@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-
-import numpy as np
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel
 
 from loom.checks import Walk, check_balance, check_tables
@@ -61,8 +60,9 @@ def balance_summary(t: Tables) -> dict:
 
 
 def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
-    """Read the live tables through the target, route the model keeping live routes where
-    balance allows, check the result, and describe the difference (standbys included)."""
+    """Read the live tables through the target, route the fabric as it stands (the design
+    tables, or their repair around what is down), check the result, and describe the
+    difference (standbys included)."""
     model_path = Path(model_path).resolve()
     what = "the simulated fabric" if target.kind == "sim" else f"the subnet manager ({target.where()})"
     try:
@@ -85,6 +85,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
         key, design_key = routing_key(fabric), routing_key(state.design)
         last = last_applied(target.dir, fabric)
+
         def failing(t: Tables) -> list[str]:
             return failing_checks(check_tables(t, ebb_samples=0, qos=qos))
 
