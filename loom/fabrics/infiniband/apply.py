@@ -28,7 +28,7 @@ from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, nothin
 from loom.push.errors import PlanError, TargetError
 from loom.files import write_all_atomic
 from loom.push.journal import Journal
-from loom.push.packing import digest_live, digest_tables, mismatch, unpack
+from loom.push.packing import digest_live, digest_tables, mismatch, rows_text, unpack
 from loom.render.opensm import lfts_dump, tables_from_dump
 from loom.routing import Tables, subnet
 from loom.routing.base import NO_ROUTE
@@ -125,7 +125,8 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key"), "design_key": _design_key(plan),
               "cables_down": (plan.get("as_built") or {}).get("cables_down")}
     return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
-                          {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts})
+                          {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts,
+                           "design_lfts": checked.design_lfts})
 
 
 def _tables_only(plan: dict, d: Target, inputs: dict, current_conf: str) -> bool:
@@ -228,16 +229,17 @@ def _remember_key(d: Target, plan: dict) -> None:
     are the routing of its model too (the next plan of the same model takes them as they are)."""
     last = d.dir / "last-applied.sha256"
     if plan.get("routing_key") and last.exists() and last.read_text().strip() == plan["desired_sha256"]:
-        write_all_atomic({d.dir / "last-applied.key": plan["routing_key"] + "\n",
-                          **_design_files(d, _design_key(plan), (d.dir / "last-applied.lfts").read_text()
-                                          if (d.dir / "last-applied.lfts").exists() else None)})
+        design = rows_text(plan["design_lfts"], "the plan", "design_lfts") if plan.get("design_lfts") else \
+            (d.dir / "last-applied.lfts").read_text() if (d.dir / "last-applied.lfts").exists() else None
+        write_all_atomic({d.dir / "last-applied.key": plan["routing_key"] + "\n", **_design_files(d, _design_key(plan), design)})
 
 
 def _design_key(plan: dict) -> str | None:
-    """The design's routing key when the plan was made with nothing down: its tables are then the
-    design tables (`loom.fabrics.infiniband.design`), which the fabric returns to when it heals."""
+    """The design's routing key when the plan holds design tables loom does not keep yet: its
+    desired tables when it was made with nothing down, else the `design_lfts` it carries
+    (`loom.fabrics.infiniband.design`: the fabric is repaired from them and returns to them)."""
     as_built = plan.get("as_built") or {}
-    return plan.get("design_key") if as_built.get("cables_down") == [] else None
+    return plan.get("design_key") if as_built.get("cables_down") == [] or plan.get("design_lfts") else None
 
 
 def _design_files(d: Target, design_key: str | None, lfts: str | None) -> dict:
@@ -252,7 +254,8 @@ def _finish(d: Target, j: dict, journal: Journal) -> None:
                       d.dir / "last-applied.key": (j["routing_key"] + "\n") if j.get("routing_key") else None,
                       d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None,
-                      **_design_files(d, j.get("design_key"), _kept(journal, j, "desired_lfts"))})
+                      **_design_files(d, j.get("design_key"),
+                                      _kept(journal, j, "design_lfts") or _kept(journal, j, "desired_lfts"))})
     journal.clear()
 
 

@@ -51,6 +51,7 @@ class CheckedPlan:
     desired_lfts: str  # OpenSM's file, written from the checked tables (portguid comments and all)
     qos_intent: dict | None
     previous_lfts: str  # the live tables the plan was made against, as dump text
+    design_lfts: str | None  # design tables the plan carries for loom to keep (`design.py`), as dump text
 
 
 def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
@@ -75,7 +76,9 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
     conf = desired_conf(fabric.name, qos, plan["qos"].get("previous_conf", ""))
     if plan["qos"].get("desired_conf") != conf:
         raise PlanError(f"{where}: its QoS options differ from what {model} gives; run `loom plan` again")
-    return CheckedPlan(fabric, tables, lfts_dump(tables), conf_intent(conf), previous)
+    design = plan.get("design_lfts")
+    return CheckedPlan(fabric, tables, lfts_dump(tables), conf_intent(conf), previous,
+                       rows_text(design, where, "design_lfts") if design is not None else None)
 
 
 def check_input_file(fabric: Fabric, text: str) -> list[str]:

@@ -66,18 +66,19 @@ def last_applied(state_dir: Path, fabric) -> Tables | None:
     return tables_from_dump(subnet(fabric, 0), text, "last applied")
 
 
-def design_tables(state_dir: Path, design, design_key: str, hint: Tables | None) -> Tables:
-    """The design tables, found the same way by plan and the watcher: those loom applied on the
-    intact design (`design.lfts`), else what it applied last if that was the intact design's
-    routing, else the design routed keeping the choices of `hint` (what loom applied last, or
-    what is live)."""
+def design_tables(state_dir: Path, design, design_key: str, hint: Tables | None) -> tuple[Tables, bool]:
+    """The design tables, found the same way by plan and the watcher, and whether loom keeps
+    them already: those it recorded (`design.lfts`), else what it applied last if that was the
+    intact design's routing; else (not kept) the design routed keeping the choices of `hint`
+    (what loom applied last, or what is live) — a plan carries those, so that its apply keeps
+    them and the next failure is repaired from the same design."""
     kept = recorded(state_dir, design_key, design)
     if kept is not None:
-        return kept
+        return kept, True
     last = last_applied(state_dir, design)
     if last is not None and key_of_last(state_dir) == design_key:
-        return last
-    return settled_route(design, hint) if hint is not None else settled(subnet(design, 0), None)
+        return last, True
+    return (settled_route(design, hint) if hint is not None else settled(subnet(design, 0), None)), False
 
 
 def settled_route(fabric, hint: Tables) -> Tables:

@@ -89,11 +89,13 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         def failing(t: Tables) -> list[str]:
             return failing_checks(check_tables(t, ebb_samples=0, qos=qos))
 
+        new_design = None  # design tables loom does not keep yet, which the plan carries to its apply
         if last is not None and key_of_last(target.dir) == key:
             tables, made, failed = last, "as applied last", failing(last)
         else:
-            design = design_tables(target.dir, state.design, design_key, last or live)
+            design, kept = design_tables(target.dir, state.design, design_key, last or live)
             tables, made, failed = as_it_stands(state, design, failing)
+            new_design = None if kept or tables is design else design
         if failed:
             raise PlanError(f"the routing for {fabric.name} fails {failed[0]}; run `loom check {model_path}` for details")
         balance = {"balance_before": balance_summary(live)}
@@ -122,6 +124,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         "standbys_differing": standbys,
         **balance,
         "desired_lfts": table_rows(tables),
+        "design_lfts": table_rows(new_design) if new_design is not None else None,
         "previous_lfts": table_rows(live),
         "guid2lid": guid2lid(tables),
     }
@@ -255,3 +258,5 @@ def check_shape(plan: dict, path: Path) -> None:
         raise PlanError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}; make a new plan with `loom plan`") from None
     for key in ("desired_lfts", "previous_lfts"):
         rows_text(plan.get(key), str(path), key)
+    if plan.get("design_lfts") is not None:
+        rows_text(plan["design_lfts"], str(path), "design_lfts")

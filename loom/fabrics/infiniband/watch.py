@@ -98,7 +98,8 @@ class Watcher:
         """The design tables, found as plan finds them (`design.design_tables`)."""
         from .plan import routing_key
 
-        return design_tables(self.target.dir, self.fabric, routing_key(self.fabric), last_applied(self.target.dir, self.fabric))
+        return design_tables(self.target.dir, self.fabric, routing_key(self.fabric),
+                             last_applied(self.target.dir, self.fabric))[0]
 
     # ------------------------------------------------------------------ detection
     def sweeps_seen(self) -> bool:
