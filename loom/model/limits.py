@@ -61,13 +61,22 @@ def _host_ports(model: Model) -> int:
     return sum(g.count * model.node_types[g.node_type].nic_ports for g in model.node_groups if g.node_type in model.node_types)
 
 
-def ib_ports(model: Model) -> Iterator[Finding]:
-    if model.technology != "infiniband":
-        return
+def switch_ports(model: Model) -> Iterator[Finding]:
+    """Ports per switch model: 254 at most for either technology.  InfiniBand's port numbers are
+    8 bits; Loom's forwarding tables (`loom.routing.base.Tables`, which the checks walk for
+    Ethernet planes too) hold a port in the same byte, so a wider Ethernet switch is refused here
+    rather than failing in `route` or `check`."""
     for name, sm in model.switch_models.items():
-        if sm.ports > MAX_IB_PORTS:
+        if sm.ports <= MAX_IB_PORTS:
+            continue
+        if model.technology == "infiniband":
             yield Finding(("switch_models", name, "ports"), f"an InfiniBand switch has at most {MAX_IB_PORTS} ports, not {sm.ports} "
                           "(port numbers are 8 bits; 0 is management, 255 means no route)", f"use at most {MAX_IB_PORTS} ports")
+        else:
+            yield Finding(("switch_models", name, "ports"), f"Loom routes Ethernet switches of at most {MAX_IB_PORTS} ports, not "
+                          f"{sm.ports} (its forwarding tables hold a port number in one byte; 255 means no route)",
+                          f"use at most {MAX_IB_PORTS} ports: model the ports the fabric cables (e.g. 128 x 400GbE of a "
+                          "51.2T switch), not every breakout")
 
 
 def fabric_size(model: Model) -> Iterator[Finding]:
@@ -156,7 +165,7 @@ def rack_units(model: Model) -> Iterator[Finding]:
                           f"{lay.rack_units}U network rack", "lower layout.switches_per_network_rack or the height")
 
 
-LIMITS = (ib_ports, fabric_size, patterns, asns, pools, rack_units)
+LIMITS = (switch_ports, fabric_size, patterns, asns, pools, rack_units)
 
 
 def check_limits(model: Model) -> list[Finding]:

@@ -52,7 +52,7 @@ class Strict(BaseModel):
 
 
 class SwitchModel(Strict):
-    ports: int = Count(1024, description="number of external ports, e.g. 40 for a QM8700 (InfiniBand: at most 254)")
+    ports: int = Count(1024, description="number of external ports, e.g. 40 for a QM8700 (at most 254: port numbers are one byte)")
     speed: Speed = Field(description="port speed, one of " + ", ".join(SPEEDS_GBPS))
     technology: Technology = Field(description="infiniband or ethernet")
     height_u: int = Count(64, default=1, description="rack units the switch occupies")

@@ -113,7 +113,7 @@ def _limits() -> list[str]:
         f"YAML nested at most {reading.LIMITS.depth} levels, at most {reading.LIMITS.nodes} values once aliases and merge keys "
         f"are expanded, {reading.LIMITS.aliases} aliases, numbers of at most {reading.LIMITS.digits} characters; "
         "scalars follow YAML 1.2 (`011` is eleven, `yes` is text);",
-        f"- an InfiniBand switch has at most {limits.MAX_IB_PORTS} ports; a subnet (plane) at most {limits.MAX_UNICAST_LID} "
+        f"- a switch (InfiniBand or Ethernet) has at most {limits.MAX_IB_PORTS} ports; a subnet (plane) at most {limits.MAX_UNICAST_LID} "
         "unicast LIDs (switches + CA ports);",
         f"- the fabric: at most {limits.MAX_SWITCHES} switches, {limits.MAX_NODES} nodes, {limits.MAX_HOST_PORTS} NIC ports, "
         f"{limits.MAX_CABLES} cables, {limits.MAX_LFT_CELLS} forwarding-table entries per subnet;",
