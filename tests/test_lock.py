@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -254,3 +255,24 @@ def test_identities_out_of_range_are_refused_by_every_reader(tmp_path, edit, fie
         r = CliRunner().invoke(app, [cmd[0], str(tmp_path / "tiny.yaml"), *cmd[1:]])
         assert r.exit_code == 1 and field in r.output and "Traceback" not in r.output, (cmd, r.output)
     assert not (tmp_path / "out").exists()
+
+
+def test_every_reader_refuses_a_hand_edited_lock(tmp_path):
+    """Issue 35: `route`, `check`, `status` and `mark` read the lock's identities, so they verify
+    its digest as `lock --check` does; nothing is written; `loom lock` accepts the edit."""
+    d = tmp_path / "m"
+    shutil.copytree(TOPO / "catalogue", d / "catalogue")
+    model = d / "tiny.yaml"
+    shutil.copy(TOPO / "tiny.yaml", model)
+    shutil.copy(lock_path(TOPO / "tiny.yaml"), lock_path(model))
+    text = lock_path(model).read_text()
+    edit = re.search(r"\"lid\": (\d+)", text)
+    lock_path(model).write_text(text.replace(edit.group(0), '"lid": 40000', 1))
+    for args in (["route", str(model), "--out", str(tmp_path / "out")], ["check", str(model)], ["status", str(model)],
+                 ["mark", "down", str(model), "z0-spine0", "--reason", "x"]):
+        code, out = run(*args)
+        flat = " ".join(out.split())
+        assert code == 1 and f"{lock_path(model)}" in flat and "edited by hand" in flat and "loom lock" in flat, (args, out)
+    assert not (tmp_path / "out").exists()
+    assert run("lock", str(model))[0] == 0
+    assert run("check", str(model))[0] == 0

@@ -40,15 +40,6 @@ def _load(model: Path):
         raise typer.Exit(1) from None
 
 
-def _untouched(model: Path, lock) -> None:
-    """Refuse to sign a lock file someone edited by hand (as `loom lock --check` would)."""
-    from loom.expand.lockfile import digest, lock_path
-
-    if lock.digest != digest(lock):
-        raise input_error(f"{lock_path(model)} was edited by hand (its digest does not match): revert it "
-                          f"(`git checkout -- {lock_path(model)}`) or accept the edit with `loom lock {model}`, then mark")
-
-
 def _names(state, names: list[str]) -> list[str]:
     """Each name as the lock keeps it: a switch by name, a cable by its ID (usage error, exit 2,
     for a name the model does not have)."""
@@ -88,7 +79,6 @@ def mark_down(model: Path = MODEL_ARG, names: list[str] = NAMES_ARG,
     state, lock = _load(model)
     if lock is None:
         raise input_error(f"{model} has no lock file; run `loom lock {model}` first (marks are kept in it)")
-    _untouched(model, lock)
     keys = _names(state, names)
     since = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     mark = Mark(reason=reason, until=until, by=getpass.getuser(), since=since)
@@ -109,8 +99,7 @@ def mark_up(model: Path = MODEL_ARG, names: list[str] = NAMES_ARG) -> None:
 
     state, lock = _load(model)
     if lock is not None:
-        _untouched(model, lock)
-    marked = set(lock.down) if lock else set()
+        marked = set(lock.down) if lock else set()
     keys = [n for n in names if n in marked] + _names(state, [n for n in names if n not in marked])
     elsewhere = {d.name: d.source for d in state.declared if d.source != "loom mark"}
     for k in keys:

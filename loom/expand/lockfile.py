@@ -136,8 +136,13 @@ def switch_lid_base(ca_ports: int) -> int:
 # ------------------------------------------------------------------------------------ read
 
 
-def read_lock(path: Path) -> Lock | None:
-    """The lock at `path`, None if there is none; a malformed file is a ModelError naming it."""
+def read_lock(path: Path, signed: bool = True) -> Lock | None:
+    """The lock at `path`, None if there is none; a malformed file is a ModelError naming it.
+
+    `signed`: a file whose digest does not match its body (edited by hand, or half-merged) is
+    refused too, so no command routes, checks or pushes from identities nobody wrote with
+    `loom lock`.  Only `loom lock` itself reads without it: rewriting the file is how an edit
+    is accepted, and `--check` names the mismatch in its own words."""
     if not path.exists():
         return None
     fix = f"restore it from git (`git checkout -- {path}`), or start over with `loom lock MODEL --relayout`"
@@ -150,10 +155,15 @@ def read_lock(path: Path) -> Lock | None:
         raise ModelError(str(path), [Problem("", f"not valid JSON: {exc.msg} (column {exc.colno})", fix,
                                              line=exc.lineno)]) from None
     try:
-        return Lock.model_validate(data)
+        lock = Lock.model_validate(data)
     except ValidationError as exc:
         probs = [Problem(".".join(_short(x) for x in e["loc"]), e["msg"], fix) for e in exc.errors()[:10]]
         raise ModelError(str(path), probs) from None
+    if signed and lock.digest != digest(lock):
+        raise ModelError(str(path), [Problem("digest", "the file was edited by hand (its digest does not match its body)",
+                                             f"revert it (`git checkout -- {path}`), or accept the edit with "
+                                             "`loom lock MODEL`, which re-signs it")])
+    return lock
 
 
 def with_as_built(model, lock: Lock, lock_file: str):
