@@ -132,3 +132,30 @@ def test_bad_catalogue_not_echoed(tmp_path, catalogue, expect):
 def test_xlsx_write_error(tmp_path):
     (tmp_path / "dir.xlsx").mkdir()
     assert "cannot write" in run("cabling", TINY, "--format", "xlsx", "--out", tmp_path / "dir.xlsx")
+
+
+@pytest.mark.parametrize("model,expect", [("/dev/zero", "not a regular file"), ("/proc/self/environ", "changed since the plan")])
+def test_a_plan_naming_a_special_file_as_its_model_is_refused_unread(model, expect):
+    """Issue 35: a plan's `model` is read bounded like any model (it was read to MemoryError)."""
+    from loom.push.errors import PlanError
+    from loom.push.planfile import checked_model
+
+    with pytest.raises(PlanError) as exc:
+        checked_model({"model": model, "model_sha256": "0" * 64}, "the plan")
+    assert model in str(exc.value) and expect in str(exc.value), exc.value
+
+
+def test_a_plan_over_its_cap_or_the_memory_is_refused_unread(tmp_path, monkeypatch):
+    """A plan is parsed whole: one over its own cap (LOOM_MAX_PLAN_BYTES) or larger than this
+    machine can parse is refused before it is read (a 1 GB plan ended in MemoryError)."""
+    import loom.model.reading as reading
+
+    path = tmp_path / "p.json"
+    path.write_text('{"version": 3, "rows": [' + ",".join(["[1,2]"] * 20_000) + "], \"plan_sha256\": \"x\"}")
+    monkeypatch.setenv("LOOM_MAX_PLAN_BYTES", "10000")
+    out = " ".join(run("show", path).split())
+    assert f"{path}" in out and "more than the limit of 10000" in out and "LOOM_MAX_PLAN_BYTES" in out
+    monkeypatch.delenv("LOOM_MAX_PLAN_BYTES")
+    monkeypatch.setattr(reading, "available_memory", lambda: 1_000_000)
+    out = " ".join(run("apply", path).split())
+    assert "may take" in out and "0 MB are available" in out

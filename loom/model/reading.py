@@ -51,6 +51,19 @@ def max_bytes(tables: bool = False) -> int:
     return int(raw) if raw.isdigit() and int(raw) > 0 else default
 
 
+def available_memory() -> int | None:
+    """Bytes of memory this machine can give without swapping (`MemAvailable`), None where
+    /proc/meminfo does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _refuse(file: str, message: str, fix: str, line: int | None = None) -> ModelError:
     return ModelError(file, [Problem("", message, fix, line)])
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -23,9 +24,17 @@ def plan_header(model_path: Path, fabric: Fabric, target) -> dict:
     """What every plan starts with: its version, fabric, model (path and digest), when and by
     whom it was made, and the target (with its state directory) it is for."""
     return {"version": PLAN_VERSION, "fabric": fabric.name, "model": str(model_path),
-            "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(), "lock_sha256": _lock_digest(model_path),
+            "model_sha256": _sha256(model_path, "model"), "lock_sha256": _lock_digest(model_path),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "user": who()["user"], "state_dir": str(target.dir),
             "target": target.spec()}
+
+
+def _sha256(path: Path, what: str, tables: bool = False) -> str:
+    """Digest of a file read bounded (`loom.model.reading`: a regular file within the size cap of
+    its kind), so a plan naming `/dev/zero` or a huge file as its model is refused, not read."""
+    from loom.model.reading import read_bytes
+
+    return hashlib.sha256(read_bytes(path, what, tables)).hexdigest()
 
 
 def _lock_digest(model_path: Path) -> str | None:
@@ -33,12 +42,13 @@ def _lock_digest(model_path: Path) -> str | None:
     routes around), None without one."""
     from loom.expand import lock_path
 
-    try:
-        return hashlib.sha256(lock_path(model_path).read_bytes()).hexdigest()
-    except FileNotFoundError:
+    path = lock_path(model_path)
+    if not path.exists():
         return None
-    except OSError as exc:
-        raise PlanError(f"cannot read {lock_path(model_path)}: {exc.strerror}") from None
+    try:
+        return _sha256(path, "lock file", tables=True)
+    except ModelError as exc:
+        raise PlanError(str(exc)) from None
 
 
 def content_digest(plan: dict) -> str:
@@ -75,9 +85,9 @@ def checked_model(plan: dict, where: str) -> Fabric:
     """The plan's model, expanded, if it is unchanged since the plan (its digest) and still valid."""
     model = Path(plan["model"])
     try:
-        model_sha = hashlib.sha256(model.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise PlanError(f"{where}: cannot read its model {model}: {exc.strerror}; run `loom plan` again") from None
+        model_sha = _sha256(model, "model")
+    except ModelError as exc:
+        raise PlanError(f"{where}: cannot use its model: {exc}; run `loom plan` again") from None
     if model_sha != plan["model_sha256"]:
         raise PlanError(f"{where}: the model {model} changed since the plan was made; run `loom plan {model}` again")
     if "lock_sha256" in plan and _lock_digest(model) != plan["lock_sha256"]:
@@ -89,13 +99,42 @@ def checked_model(plan: dict, where: str) -> Fabric:
         raise PlanError(f"{where}: its model {model} is no longer valid ({exc}); run `loom validate {model}`") from None
 
 
+#: Plans are read whole and parsed into Python lists, ~10 bytes of memory per byte of table rows
+#: (up to ~25 for hostile shapes such as `[[],[],…]`), so they get a cap of their own below the
+#: 1 GB one of dumps: the two-zone Fire-Flyer 2 fabric's plan (three sets of tables) is ~7 MB.
+MAX_PLAN_BYTES_ENV = "LOOM_MAX_PLAN_BYTES"
+DEFAULT_MAX_PLAN_BYTES = 256 * 1024 * 1024
+PARSE_FACTOR = 25
+
+
+def _room_for(path: Path) -> None:
+    """PlanError, before anything is read, for a plan over its cap or one this machine has not
+    the memory to parse (MemoryError half-way is what a 1 GB plan ended in)."""
+    from loom.model.reading import available_memory
+
+    raw = os.environ.get(MAX_PLAN_BYTES_ENV, "")
+    cap = int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_PLAN_BYTES
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the bounded read names what is wrong with the path
+    if size > cap:
+        raise PlanError(f"{path}: the plan is {size} bytes, more than the limit of {cap}; check it is a plan made by "
+                        f"`loom plan`, or raise the limit with {MAX_PLAN_BYTES_ENV}=<bytes>")
+    free = available_memory()
+    if free is not None and size * PARSE_FACTOR > free:
+        raise PlanError(f"{path}: reading this {size >> 20} MB plan may take {size * PARSE_FACTOR >> 20} MB of memory and "
+                        f"{free >> 20} MB are available; free memory or make the plan on a larger machine")
+
+
 def read_plan(path: Path) -> dict:
-    """A plan file of either technology, read bounded (regular file, size cap, UTF-8:
-    `loom.model.reading`) and parsed; its shape is its backend's to check (`check_shape`), and
-    apply checks far more (each backend's `check_plan`)."""
+    """A plan file of either technology, read bounded (regular file, the plan's size cap and
+    the memory to parse it, UTF-8: `loom.model.reading`) and parsed; its shape is its backend's
+    to check (`check_shape`), and apply checks far more (each backend's `check_plan`)."""
     from loom.model import ModelError
     from loom.model.reading import read_text
 
+    _room_for(path)
     try:
         plan = json.loads(read_text(path, "plan", tables=True))
     except ModelError as exc:
