@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,52 @@ def test_a_url_no_client_can_use_is_refused_naming_it(url):
     """Issue 35: `NETBOX_URL='http://[::1'` was a LocationParseError traceback."""
     r = CliRunner().invoke(app, ["netbox", "plan", str(TINY)], env={"NETBOX_URL": url, "NETBOX_TOKEN": TOKEN})
     assert r.exit_code == 1 and "not an http(s) URL" in r.output and "Traceback" not in r.output, r.output
+
+
+# ------------------------------------------------------------------- a hostile server (issue 35)
+
+
+@pytest.mark.parametrize("behaviour, message", [
+    ("silent", "did not finish answering within 3 s"),
+    ("trickle", "did not finish answering within 3 s"),
+    ("huge", "did not finish answering within 3 s|answered more than 268435456 bytes"),
+    ("garbage", "unreachable"),
+    ("close", "unreachable"),
+    ("bad-chunks", "broke off"),
+    ("not-json", "did not answer like a NetBox API"),
+    ("deep-json", "did not answer like a NetBox API"),
+])
+def test_a_hostile_server_is_one_clear_line_within_the_deadline(monkeypatch, behaviour, message):
+    """A server that never answers, trickles, streams without end or answers garbage: every
+    `loom netbox` command exits 1 within the total deadline (LOOM_NETBOX_TIMEOUT, 3 s here),
+    naming the URL and what it was doing; the token never appears."""
+    from tests.hostile_http import HostileServer
+
+    with HostileServer(behaviour) as srv:
+        t0 = time.monotonic()
+        r = CliRunner().invoke(app, ["netbox", "plan", str(TINY)],
+                               env={"NETBOX_URL": srv.url, "NETBOX_TOKEN": TOKEN, "LOOM_NETBOX_TIMEOUT": "3"})
+        took = time.monotonic() - t0
+    out = " ".join(r.output.split())
+    assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit), r.output
+    assert any(m in out for m in message.split("|")) and srv.url in out and "read the status" in out, out
+    assert TOKEN not in out
+    assert took < 3 + 5, took
+
+
+def test_reads_are_retried_and_writes_are_not(monkeypatch):
+    """A connection closed before any answer: a read (GET) is tried again after a pause and
+    succeeds; a write (POST) is not repeated, since NetBox may have done it."""
+    from loom.netbox.client import Client, NetBoxError
+    from tests.hostile_http import HostileServer
+
+    pauses: list[float] = []
+    with HostileServer("flaky") as srv:
+        c = Client(srv.url, TOKEN, sleep=pauses.append)
+        assert c.call(c.api.status, what="read the status")["netbox-version"] == "4.7.3"
+        assert pauses == [1.0] and [r.split()[0] for r in srv.requests] == ["GET", "GET"]
+    with HostileServer("flaky") as srv:
+        c = Client(srv.url, TOKEN, sleep=pauses.append)
+        with pytest.raises(NetBoxError, match="unreachable"):
+            c.call(lambda: c.api.http_session.post(srv.url + "/api/dcim/sites/", json={}), what="create a site")
+        assert [r.split()[0] for r in srv.requests] == ["POST"] and pauses == [1.0]

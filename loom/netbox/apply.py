@@ -33,7 +33,11 @@ from .intent import KINDS, TAG, Ref
 from .plan import Change, Plan
 from .state import endpoint, read_kind
 
-CHUNK = 100  # objects per request: NetBox makes a switch's 40 interfaces per device, ~0.1 s each
+CHUNK = 100  # objects per request at most
+#: Objects NetBox writes per request at most, counting the interfaces it makes from a new
+#: device's type: ~38 ms of NetBox CPU each (docs/netbox.md), so a request is ~15 s of its work,
+#: well inside the client's 60 s deadline (100 switches of 40 ports were one 4,100-object request).
+WORK = 400
 #: Requests in flight by default.  NetBox's gunicorn serves one per worker, each busy on a core (its
 #: PostgreSQL backend takes the rest): more requests than the server has cores only add contention
 #: (on 2 cores, 3 in flight took 10-15% longer than 2).  `loom netbox apply --parallel N`.
@@ -100,7 +104,8 @@ def _tasks(plan: Plan, ids: dict, ports: Counter[str]) -> list[_Task]:
             for c in creates:
                 by_type.setdefault(c.want["device_type"].key, []).append(c)
             types = sorted(by_type.items(), key=lambda kv: -ports[kv[1][0].key])
-            mine = [_Task(kind, "create", chunk, lock=f"device type {t}") for t, cs in types for chunk in _chunks(cs)]
+            mine = [_Task(kind, "create", chunk, lock=f"device type {t}") for t, cs in types
+                    for chunk in _chunks(cs, lambda c: 1 + ports[c.key])]
         else:
             if kind == "cables":  # the cables whose ports exist soonest first
                 order = {t: i for i, t in enumerate(tasks)}
@@ -227,8 +232,18 @@ class _Run:
         self.progress(f"created {self.created[t.kind]}/{self.totals[t.kind]} {t.kind}")
 
 
-def _chunks(xs: list[Change]):
-    return (xs[i:i + CHUNK] for i in range(0, len(xs), CHUNK))
+def _chunks(xs: list[Change], work: Callable[[Change], int] = lambda c: 1):
+    """`xs` cut into requests of at most CHUNK changes and WORK objects written (`work` of each)."""
+    chunk, total = [], 0
+    for c in xs:
+        w = work(c)
+        if chunk and (len(chunk) == CHUNK or total + w > WORK):
+            yield chunk
+            chunk, total = [], 0
+        chunk.append(c)
+        total += w
+    if chunk:
+        yield chunk
 
 
 def _ref(v, ids: dict) -> object:

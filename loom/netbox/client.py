@@ -4,13 +4,15 @@
 The URL comes from `NETBOX_URL`, the token only from `NETBOX_TOKEN`: it is never taken from a
 flag (shell history), never printed, logged or written (error messages quote NetBox's answer,
 which never contains it).  Every call goes through `Client.call`, which retries a rate-limited
-request (HTTP 429, honouring `Retry-After`) a few times before giving up.
+request (HTTP 429, honouring `Retry-After`) a few times before giving up; every request has a
+connect, a silence and a total deadline, and reads are retried with backoff (`_Session`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -20,8 +22,22 @@ import requests
 
 #: Oldest NetBox Loom talks to: `?fields=` on list endpoints (4.0), MAC address objects (4.2).
 MIN_VERSION = (4, 2)
-TIMEOUT_S = 900  # one bulk request of 1,000 cables takes ~1 min on 2 cores
-RETRIES = 5
+RETRIES = 5  # answers of HTTP 429 (rate limited) waited out per call
+#: Deadlines of one request.  Connect: the TCP (and TLS) handshake.  Silence: the longest wait for
+#: the next bytes.  Total: the whole request, body included, whatever the server trickles (a
+#: socket's own timeouts restart on every byte, so a server sending one a second never trips
+#: them); writes are cut to about 15 s of NetBox's work each (`loom.netbox.apply`), so 60 s
+#: leaves room for a busy server.  `LOOM_NETBOX_TIMEOUT=<seconds>` sets the total.
+CONNECT_S = 10.0
+SILENCE_S = 30.0
+TOTAL_ENV = "LOOM_NETBOX_TIMEOUT"
+DEFAULT_TOTAL_S = 60.0
+#: Reads (GET, HEAD) that fail to connect or time out are tried again after 1 s, then 2 s, within
+#: the total; a write is never repeated (NetBox may have done it).
+READ_RETRIES = 2
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
+#: The largest answer read: NetBox's pages of 1,000 objects are a few MB.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
 T = TypeVar("T")
 
 
@@ -29,12 +45,75 @@ class NetBoxError(Exception):
     """A failure talking to NetBox, already worded for the operator."""
 
 
-class _Session(requests.Session):
-    """requests has no default timeout: a NetBox that accepts and never answers would hang us."""
+class TotalTimeout(requests.exceptions.Timeout):
+    """A request that did not complete within the total deadline."""
 
-    def request(self, *args, **kwargs):
-        kwargs.setdefault("timeout", TIMEOUT_S)
-        return super().request(*args, **kwargs)
+
+class AnswerTooLarge(requests.exceptions.RequestException):
+    """An answer larger than MAX_ANSWER_BYTES (not a NetBox)."""
+
+
+def total_seconds() -> float:
+    """The total deadline per request: `LOOM_NETBOX_TIMEOUT`, else DEFAULT_TOTAL_S."""
+    raw = os.environ.get(TOTAL_ENV, "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_TOTAL_S
+    return value if 0 < value <= 86_400 else DEFAULT_TOTAL_S
+
+
+class _Session(requests.Session):
+    """requests has no total deadline (its timeouts are per socket operation) and no retries:
+    each request runs in a helper thread that the caller waits for until the deadline, its body
+    read there in bounded chunks; reads are retried with backoff while time remains."""
+
+    def __init__(self, total: float, sleep: Callable[[float], None]) -> None:
+        super().__init__()
+        self.total, self.sleep = total, sleep
+
+    def request(self, method, url, **kwargs):
+        kwargs.setdefault("timeout", (CONNECT_S, SILENCE_S))
+        kwargs["stream"] = True
+        deadline = time.monotonic() + self.total
+        for attempt in range(READ_RETRIES + 1):
+            try:
+                return self._within(deadline, method, url, kwargs)
+            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout):
+                pause = 2.0 ** attempt
+                if (str(method).upper() not in IDEMPOTENT or attempt == READ_RETRIES
+                        or time.monotonic() + pause >= deadline):
+                    raise
+                self.sleep(pause)
+        raise AssertionError("unreachable")
+
+    def _within(self, deadline: float, method, url, kwargs):
+        done: dict = {}
+        finished = threading.Event()
+
+        def run() -> None:
+            try:
+                resp = super(_Session, self).request(method, url, **kwargs)
+                body, size = [], 0
+                for chunk in resp.iter_content(1 << 16):
+                    size += len(chunk)
+                    if size > MAX_ANSWER_BYTES:
+                        resp.close()
+                        raise AnswerTooLarge(f"more than {MAX_ANSWER_BYTES} bytes")
+                    body.append(chunk)
+                resp._content, resp._content_consumed = b"".join(body), True
+                done["resp"] = resp
+            except BaseException as exc:  # handed to the caller's thread
+                done["exc"] = exc
+            finally:
+                finished.set()
+
+        threading.Thread(target=run, daemon=True, name="netbox-request").start()
+        if not finished.wait(max(0.0, deadline - time.monotonic())):
+            raise TotalTimeout(f"no complete answer within {self.total:g} s")  # the thread is left to its socket timeouts
+        if "exc" in done:
+            raise done["exc"]
+        return done["resp"]
 
 
 def _parses(url: str) -> bool:
@@ -55,7 +134,7 @@ class Client:
         self.url = url.rstrip("/")
         self.sleep = sleep
         self.api = pynetbox.api(self.url, token=token, threading=True)
-        self.api.http_session = _Session()
+        self.api.http_session = _Session(total_seconds(), sleep)
         self.version = ""
 
     @classmethod
@@ -92,18 +171,26 @@ class Client:
                     self.sleep(_retry_after(exc.req, attempt))
                     continue
                 raise NetBoxError(self._explain(code, exc, what)) from None
+            except TotalTimeout:
+                raise NetBoxError(f"NetBox at {self.url} did not finish answering within {total_seconds():g} s while "
+                                  f"trying to {what}; fix: check the server's load, or allow more time with "
+                                  f"{TOTAL_ENV}=<seconds>") from None
             except requests.exceptions.Timeout:
-                raise NetBoxError(f"NetBox at {self.url} did not answer within {TIMEOUT_S} s ({what}); "
-                                  "fix: check the server's load and retry") from None
+                raise NetBoxError(f"NetBox at {self.url} did not answer while trying to {what} (no connection within "
+                                  f"{CONNECT_S:g} s, or {SILENCE_S:g} s without a byte); fix: check NETBOX_URL and the "
+                                  "server's load") from None
             except requests.exceptions.ConnectionError as exc:
-                reason = str(exc.args[0] if exc.args else exc)
-                reason = re.sub(r"^.*?(Connection refused|Name or service not known|No route to host|"
-                                r"timed out|certificate verify failed).*$", r"\1", reason, flags=re.S)
-                raise NetBoxError(f"NetBox at {self.url} is unreachable ({reason[:200]}); fix: check NETBOX_URL "
-                                  "and that NetBox is running") from None
-            except (pynetbox.ContentError, requests.exceptions.JSONDecodeError):
+                raise NetBoxError(f"NetBox at {self.url} is unreachable ({_reason(exc)}) while trying to {what}; "
+                                  "fix: check NETBOX_URL and that NetBox is running") from None
+            except AnswerTooLarge:
+                raise NetBoxError(f"{self.url} answered more than {MAX_ANSWER_BYTES} bytes while trying to {what}, more "
+                                  "than any NetBox page; fix: check NETBOX_URL (the NetBox base URL, without /api)") from None
+            except (pynetbox.ContentError, requests.exceptions.JSONDecodeError, RecursionError):
                 raise NetBoxError(f"{self.url} did not answer like a NetBox API ({what}); "
                                   "fix: check NETBOX_URL (the NetBox base URL, without /api)") from None
+            except requests.exceptions.RequestException as exc:  # a broken answer: bad chunking, a reset mid-body
+                raise NetBoxError(f"the answer of NetBox at {self.url} broke off while trying to {what} "
+                                  f"({type(exc).__name__}); fix: retry, and check the server and any proxy") from None
         raise AssertionError("unreachable")
 
     def _explain(self, code: int, exc: pynetbox.RequestError, what: str) -> str:
@@ -116,6 +203,20 @@ class Client:
         if code == 404:
             return f"{self.url} has no such API endpoint ({what}); fix: check NETBOX_URL (the NetBox base URL)"
         return f"NetBox at {self.url} refused to {what} (HTTP {code}): {_body(exc)}"
+
+
+def _reason(exc: requests.exceptions.ConnectionError) -> str:
+    """Why a connection failed, in a few words (never the server's bytes: they may be anything)."""
+    text = str(exc.args[0] if exc.args else exc)
+    for needle, words in (("BadStatusLine", "it answered something that is not HTTP"),
+                          ("RemoteDisconnected", "it closed the connection without answering"),
+                          ("Connection reset", "connection reset"), ("Connection refused", "Connection refused"),
+                          ("Name or service not known", "Name or service not known"),
+                          ("No route to host", "No route to host"), ("timed out", "timed out"),
+                          ("certificate verify failed", "certificate verify failed")):
+        if needle in text:
+            return words
+    return type(exc).__name__
 
 
 def _retry_after(req, attempt: int) -> float:
