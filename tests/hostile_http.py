@@ -8,7 +8,9 @@ Behaviours: `silent` accepts and never answers; `trickle` answers a byte every 0
 `huge` promises and streams an endless body; `garbage` sends bytes that are not HTTP;
 `close` closes at once; `bad-chunks` breaks its chunked encoding; `not-json` sends HTML;
 `deep-json` a JSON document nested 100,000 deep; `flaky` closes the first connection and
-answers NetBox's status afterwards (a read retried must succeed; a write must not be repeated).
+answers NetBox's status afterwards (a read retried must succeed; a write must not be repeated);
+`mutated` answers NetBox's status, then list pages of hostile objects (wrong types, markup,
+huge numbers, a `count` that lies, a `next` link back to itself: only ever to this server).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import socket
 import threading
 import time
 
-BEHAVIOURS = ("silent", "trickle", "huge", "garbage", "close", "bad-chunks", "not-json", "deep-json", "flaky")
+BEHAVIOURS = ("silent", "trickle", "huge", "garbage", "close", "bad-chunks", "not-json", "deep-json", "flaky", "mutated")
 STATUS = json.dumps({"netbox-version": "4.7.3", "django-version": "6.1"}).encode()
 
 
@@ -47,9 +49,12 @@ class HostileServer:
 
     def _accept(self) -> None:
         n = 0
+        self._sock.settimeout(0.1)  # closing a listening socket does not wake accept(): look at _stop instead
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
             self._conns.append(conn)
@@ -83,7 +88,7 @@ class HostileServer:
         if b == "close":
             conn.close()
             return
-        self._request_line(conn)
+        line = self._request_line(conn).decode("latin-1")
         if b == "silent":
             self._stop.wait()
         elif b == "trickle":
@@ -105,6 +110,8 @@ class HostileServer:
             self._reply(conn, b"<html>login</html>", "text/html")
         elif b == "deep-json":
             self._reply(conn, b"[" * 100_000 + b"]" * 100_000)
+        elif b == "mutated":
+            self._reply(conn, STATUS if "/api/status" in line else self._page(n))
         elif b == "flaky":
             if n == 0:
                 conn.close()
@@ -114,6 +121,24 @@ class HostileServer:
             conn.close()
         except OSError:
             pass
+
+    def _page(self, n: int) -> bytes:
+        """A NetBox list page whose objects are hostile (seeded by the server's seed and the
+        connection number)."""
+        import random
+
+        if n == 1:  # the client's first read after the status (its tag check) passes, so later reads are reached
+            return json.dumps({"count": 0, "next": None, "previous": None, "results": []}).encode()
+        rng = random.Random(f"{self.seed}-{n}")
+        values = [None, 0, -1, 2**64, 10**30, 1.5, "", "[/x]", "x" * 10_000, [], {}, {"id": "x"}, {"id": 2**70},
+                  "\x00", "../../etc", True, [[[]]], {"name": None}, {"slug": "loom"}]
+        keys = ["id", "name", "slug", "display", "tags", "device", "rack", "position", "serial", "asset_tag",
+                "mac_address", "a_terminations", "b_terminations", "status", "role", "site", "type", "custom_fields"]
+        results = [{k: rng.choice(values) for k in rng.sample(keys, rng.randrange(len(keys)))}
+                   for _ in range(rng.randrange(0, 30))]
+        nxt = rng.choice([None, None, f"{self.url}/api/dcim/devices/?offset=0", "x", 7])
+        count = rng.choice([len(results), 0, -1, 10**9, "many", None])
+        return json.dumps({"count": count, "next": nxt, "previous": None, "results": results}).encode()
 
     def _reply(self, conn: socket.socket, body: bytes, kind: str = "application/json") -> None:
         self._send(conn, f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"

@@ -85,7 +85,17 @@ def read_bytes(path: str | Path, what: str = "file", tables: bool = False) -> by
             raise _refuse(file, f"the {what} is {info.st_size} bytes, more than the limit of {cap}",
                           f"check it is the right file; raise the limit with {env}=<bytes> if it is")
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(cap + 1)
+            # read(n) allocates n bytes up front: ask for what the file holds, then look for more
+            # (a file growing, or one of /proc's that say 0) in small steps up to the cap
+            parts = [fh.read(min(cap, info.st_size) + 1)] if info.st_size else []
+            size = sum(map(len, parts))
+            while size <= cap:
+                more = fh.read(min(1 << 20, cap + 1 - size))
+                if not more:
+                    break
+                parts.append(more)
+                size += len(more)
+            data = b"".join(parts)
     except OSError as exc:
         raise _refuse(file, f"cannot read the {what} ({exc.strerror})", "check the path and permissions") from None
     finally:

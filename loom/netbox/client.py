@@ -10,6 +10,7 @@ connect, a silence and a total deadline, and reads are retried with backoff (`_S
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -38,6 +39,8 @@ READ_RETRIES = 2
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
 #: The largest answer read: NetBox's pages of 1,000 objects are a few MB.
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
+#: The most objects of one kind a list may count: the 32,768-GPU fabric has ~140,000 interfaces.
+MAX_OBJECTS = 10_000_000
 T = TypeVar("T")
 
 
@@ -51,6 +54,16 @@ class TotalTimeout(requests.exceptions.Timeout):
 
 class AnswerTooLarge(requests.exceptions.RequestException):
     """An answer larger than MAX_ANSWER_BYTES (not a NetBox)."""
+
+
+class NotNetBox(requests.exceptions.RequestException):
+    """An answer no NetBox gives (a list page whose `count` is not a count)."""
+
+
+#: What an answer that is not NetBox's raises inside pynetbox (a `count` that is not a number makes
+#: its pagination divide by zero or None): the server's fault, told as such.
+_MALFORMED = (pynetbox.ContentError, requests.exceptions.JSONDecodeError, RecursionError, TypeError, ValueError,
+              KeyError, AttributeError, IndexError, ArithmeticError, NotNetBox)
 
 
 def total_seconds() -> float:
@@ -102,6 +115,7 @@ class _Session(requests.Session):
                         raise AnswerTooLarge(f"more than {MAX_ANSWER_BYTES} bytes")
                     body.append(chunk)
                 resp._content, resp._content_consumed = b"".join(body), True
+                _check_count(resp)
                 done["resp"] = resp
             except BaseException as exc:  # handed to the caller's thread
                 done["exc"] = exc
@@ -114,6 +128,19 @@ class _Session(requests.Session):
         if "exc" in done:
             raise done["exc"]
         return done["resp"]
+
+
+def _check_count(resp) -> None:
+    """A list page's `count` must be a count: pynetbox sizes its parallel page reads by it, so a
+    server claiming 10^9 objects would have it plan a million requests."""
+    if "json" not in resp.headers.get("Content-Type", "") or b'"count"' not in resp.content[:200]:
+        return
+    try:
+        count = json.loads(resp.content).get("count")
+    except (ValueError, RecursionError, AttributeError):
+        return  # not JSON, or not a page: the caller says so
+    if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_OBJECTS:
+        raise NotNetBox(f"a list page counting {str(count)[:20]!r} objects")
 
 
 def _parses(url: str) -> bool:
@@ -185,7 +212,7 @@ class Client:
             except AnswerTooLarge:
                 raise NetBoxError(f"{self.url} answered more than {MAX_ANSWER_BYTES} bytes while trying to {what}, more "
                                   "than any NetBox page; fix: check NETBOX_URL (the NetBox base URL, without /api)") from None
-            except (pynetbox.ContentError, requests.exceptions.JSONDecodeError, RecursionError):
+            except _MALFORMED:
                 raise NetBoxError(f"{self.url} did not answer like a NetBox API ({what}); "
                                   "fix: check NETBOX_URL (the NetBox base URL, without /api)") from None
             except requests.exceptions.RequestException as exc:  # a broken answer: bad chunking, a reset mid-body

@@ -50,6 +50,66 @@ KIND_INFO = {
 }
 
 
+# ------------------------------------------------------------------------ the shape of a record
+#: How each field Loom reads may look in NetBox's answer (null allowed everywhere but `id`): a
+#: record that differs comes from something that is not NetBox, and is refused here rather than
+#: met half-way through a plan as a KeyError.
+_TEXT = ("name", "slug", "model", "color", "description", "label", "serial", "asset_tag", "wwn", "mac_address",
+         "prefix", "address", "assigned_object_type", "display")
+_NUMBER = ("u_height", "position", "length", "asn", "assigned_object_id")
+_REF = ("device", "device_type", "role", "site", "location", "rack", "manufacturer", "rir", "assigned_object")
+_CHOICE = ("status", "type", "face", "length_unit")  # {"value": ..., "label": ...}
+_LISTS = ("tags", "a_terminations", "b_terminations")
+
+
+def _is_ref(v) -> bool:
+    return isinstance(v, dict) and isinstance(v.get("id"), int) and not isinstance(v.get("id"), bool) and all(
+        isinstance(v.get(k), (str, type(None))) for k in ("name", "slug", "model") if k in v) and _is_ref_or_none(v.get("device"))
+
+
+def _is_ref_or_none(v) -> bool:
+    return v is None or (isinstance(v, dict) and all(isinstance(v.get(k), (str, int, type(None))) for k in ("id", "name")))
+
+
+def _field_ok(name: str, v) -> bool:
+    if v is None:
+        return name != "id"
+    if name == "id":
+        return isinstance(v, int) and not isinstance(v, bool) and v > 0
+    if name in _TEXT:
+        return isinstance(v, str) and len(v) <= 4096
+    if name in _NUMBER:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 2**63
+    if name in _REF:
+        return _is_ref(v)
+    if name in _CHOICE:
+        return isinstance(v, dict) and isinstance(v.get("value"), (str, int, float, type(None)))
+    if name == "tags":
+        return isinstance(v, list) and all(isinstance(x, dict) and isinstance(x.get("slug", ""), str) for x in v)
+    if name in _LISTS:
+        return isinstance(v, list) and all(isinstance(x, dict) and _is_ref_or_none(x.get("object")) for x in v)
+    if name == "is_private":
+        return isinstance(v, bool)
+    return True
+
+
+def check_record(client: Client, kind: str, r) -> dict:
+    """`r` if it looks like a NetBox record of `kind` (the fields Loom reads, each of its type),
+    else a NetBoxError naming the server, the kind, the record and the field."""
+    from .client import NetBoxError
+
+    needs = ("id", *[f for f in KIND_INFO[kind].fields.split(",") if f in ("name", "slug", "asn", "prefix", "address")])
+    bad = "the record is not a mapping" if not isinstance(r, dict) else next(
+        (f"{f}" for f in needs if not isinstance(r.get(f), (int, str)) or isinstance(r.get(f), bool)), None) or next(
+        (f"{f}" for f in r if not _field_ok(f, r[f])), None)
+    if bad is None:
+        return r
+    rid = r.get("id") if isinstance(r, dict) and isinstance(r.get("id"), int) else "?"
+    raise NetBoxError(f"NetBox at {client.url} answered a {kind.replace('_', ' ')} record (id {rid}) that is not "
+                      f"NetBox's: field {bad[:60]!r} is missing or of the wrong type; fix: check NETBOX_URL points at "
+                      "NetBox 4.2 or newer itself (not a proxy or another service)")
+
+
 def _end(t: dict) -> str:
     o = t.get("object") or {}
     return f"{(o.get('device') or {}).get('name')}|{o.get('name')}"
@@ -109,7 +169,7 @@ def read_kind(client: Client, kind: str, site_id: int | None, **filters) -> dict
                           what=f"read {kind.replace('_', ' ')}")
     out: dict[str, dict] = {}
     for r in records:
-        key = natural_key(kind, r)
+        key = natural_key(kind, check_record(client, kind, r))
         if key in out and owned(out[key]) and not owned(r):
             continue  # two objects under one key: keep Loom's; the other is not ours to touch
         out[key] = r

@@ -30,11 +30,14 @@ def main() -> int:
 
     report = run_campaign(a.cases, a.seed, a.start, a.seconds, a.memory_mb, a.out, progress, a.only)
     print(f"fuzz seed {a.seed}: {report.summary()}")
+    for name, c in sorted(report.by_input.items()):
+        print(f"  {name:12} " + ", ".join(f"{k} {c[k]}" for k in sorted(c)))
     for f in report.failures:
         print(f"  case {f['index']}: {f['outcome']} -> {f['reproducer']}")
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "report.json").write_text(json.dumps({
         "seed": a.seed, "cases": report.cases, "seconds": round(report.seconds, 1), "outcomes": dict(report.outcomes),
+        "by_input": {k: dict(v) for k, v in sorted(report.by_input.items())},
         "slowest": {"case": report.slowest[1], "seconds": round(report.slowest[0], 2)},
         "failures": [{k: f[k] for k in ("index", "outcome", "reproducer")} for f in report.failures]}, indent=2) + "\n")
     return 1 if report.failed else 0

@@ -2,11 +2,13 @@
 
 The worker (a forked process, so a blow-up cannot take the caller down) limits its own address
 space to what it had at start plus `memory_mb`, arms a timer of `seconds` per case, and runs
-each case's model through `pipeline.run_pipeline`.  The parent waits `seconds` + a margin for
+each case through what a user would run: even cases a mutated model through
+`pipeline.run_pipeline`, odd ones a mutated plan, lock file, dump, hostlist, inventory or
+hostile NetBox server through its command (`surfaces.run_surface`).  The parent waits `seconds` + a margin for
 each answer; a worker that does not answer (stuck in C code) or dies is replaced and the case
 counted as a hang or a crash.  Every failing case is written to `out_dir` as a reproducer: the
-model (`case-<seed>-<index>.yaml`, runnable with `loom validate` / `loom check`) and what happened
-(`.txt`: base model, mutations, stage, traceback).
+model (`case-<seed>-<index>.yaml`, runnable with `loom validate` / `loom check`) or the surface's
+files (`case-<seed>-<index>/`) and what happened (`.txt`: base, mutations, command, traceback).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from .mutate import TOPOLOGY, make_case
 from .pipeline import REFUSALS, run_pipeline
+from .surfaces import run_surface, surface_case
 
 FAILURES = ("traceback", "hang", "memory", "crash")
 
@@ -37,6 +40,7 @@ class CaseTimeout(BaseException):
 class Report:
     cases: int = 0
     outcomes: Counter = field(default_factory=Counter)
+    by_input: dict[str, Counter] = field(default_factory=dict)  # "model", "plan", "lock", ... → outcomes
     failures: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     slowest: tuple[float, int] = (0.0, -1)
@@ -55,14 +59,28 @@ def _on_alarm(signum, frame):
     raise CaseTimeout()
 
 
+def is_surface(index: int) -> bool:
+    """Odd cases fuzz the other inputs (plans, locks, dumps, ...: `surfaces`), even ones models."""
+    return index % 2 == 1
+
+
+def input_of(seed: int, index: int) -> str:
+    """What case `index` fuzzes: "model", or the surface's name."""
+    return surface_case(seed, index).surface if is_surface(index) else "model"
+
+
 def _run_one(workdir: Path, seed: int, index: int, seconds: float) -> dict:
-    case = make_case(seed, index)
     path = workdir / f"case-{seed}-{index}.yaml"
-    path.write_text(case.text, encoding="utf-8")
+    if is_surface(index):
+        case = surface_case(seed, index)
+        run = lambda: run_surface(case, workdir)  # noqa: E731
+    else:
+        path.write_text(make_case(seed, index).text, encoding="utf-8")
+        run = lambda: run_pipeline(path)  # noqa: E731
     t0 = time.perf_counter()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        outcome, detail = run_pipeline(path), ""
+        outcome, detail = run(), ""
     except REFUSALS as exc:
         outcome, detail = "refused", str(exc)[:300]
     except CaseTimeout:
@@ -84,6 +102,9 @@ def _worker(conn, seed: int, seconds: float, memory_mb: int) -> None:
     import loom.render.inventory  # noqa: F401
     import loom.render.roce  # noqa: F401
     import loom.routing  # noqa: F401
+    import typer.testing  # noqa: F401
+
+    import loom.cli  # noqa: F401
 
     with open("/proc/self/statm") as fh:
         vm = int(fh.read().split()[0]) * resource.getpagesize()
@@ -101,8 +122,10 @@ def _worker(conn, seed: int, seconds: float, memory_mb: int) -> None:
 
 
 def _write_reproducer(out_dir: Path, seed: int, result: dict) -> Path:
-    case = make_case(seed, result["index"])
     out_dir.mkdir(parents=True, exist_ok=True)
+    if is_surface(result["index"]):
+        return _write_surface_reproducer(out_dir, seed, result)
+    case = make_case(seed, result["index"])
     if not (out_dir / "catalogue").exists():
         shutil.copytree(TOPOLOGY / "catalogue", out_dir / "catalogue")
     model = out_dir / f"case-{seed}-{result['index']}.yaml"
@@ -112,6 +135,21 @@ def _write_reproducer(out_dir: Path, seed: int, result: dict) -> Path:
         f"mutations: {case.mutations}\nre-run: python -m tests.fuzz --seed {seed} --only {result['index']}\n\n{result['detail']}\n",
         encoding="utf-8")
     return model
+
+
+def _write_surface_reproducer(out_dir: Path, seed: int, result: dict) -> Path:
+    """The case's files in `case-<seed>-<index>/`, and the command to run on them in `.txt`."""
+    case = surface_case(seed, result["index"])
+    d = out_dir / f"case-{seed}-{result['index']}"
+    for rel, data in case.files.items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_bytes(data)
+    command = " ".join(a.replace("{dir}", str(d)) for a in case.args)
+    d.with_suffix(".txt").write_text(
+        f"outcome: {result['outcome']} after {result['seconds']:.1f}s\nsurface: {case.surface}\nmutations: {case.mutations}\n"
+        f"command: loom {command}\nenv: {sorted(case.env)}\nre-run: python -m tests.fuzz --seed {seed} --only {result['index']}\n\n"
+        f"{result['detail']}\n", encoding="utf-8")
+    return d
 
 
 def run_campaign(n: int, seed: int = 1, start: int = 0, seconds: float = 60.0, memory_mb: int = 1536,
@@ -142,6 +180,7 @@ def run_campaign(n: int, seed: int = 1, start: int = 0, seconds: float = 60.0, m
                 worker = None
             report.cases += 1
             report.outcomes[result["outcome"]] += 1
+            report.by_input.setdefault(input_of(seed, index), Counter())[result["outcome"]] += 1
             report.slowest = max(report.slowest, (result["seconds"], index))
             if result["outcome"] in FAILURES:
                 result["reproducer"] = str(_write_reproducer(out_dir, seed, result))

@@ -71,7 +71,10 @@ def _group(hosts_yml: dict, path: Path) -> dict:
     def walk(node):
         if not isinstance(node, dict):
             return None
-        for name, child in (node.get("children") or {}).items():
+        children = node.get("children") or {}
+        if not isinstance(children, dict):
+            raise PlanError(f"{path}: `children` must be a mapping of group names; fix the inventory")
+        for name, child in children.items():
             if name == GROUP and isinstance(child, dict):
                 return child.get("hosts") or {}
             found = walk(child)
@@ -80,6 +83,8 @@ def _group(hosts_yml: dict, path: Path) -> dict:
         return None
 
     found = walk(hosts_yml.get("all", hosts_yml))
+    if found is not None and not isinstance(found, dict):
+        raise PlanError(f"{path}: the hosts of the `{GROUP}` group must be a mapping (host: variables); fix the inventory")
     if not found:
         raise PlanError(f"{path}: no hosts in the `{GROUP}` group; add the master and its standbys there")
     return found
