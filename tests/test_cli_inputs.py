@@ -159,3 +159,15 @@ def test_a_plan_over_its_cap_or_the_memory_is_refused_unread(tmp_path, monkeypat
     monkeypatch.setattr(reading, "available_memory", lambda: 1_000_000)
     out = " ".join(run("apply", path).split())
     assert "may take" in out and "0 MB are available" in out
+
+
+@pytest.mark.parametrize("record, expect", [("{not json", "not valid JSON"), ('{"phase": "halfway"}', "no phase of intent"),
+                                            ('{"phase": "written", "texts": ["../../etc/passwd"]}', "no phase of intent")])
+def test_a_damaged_apply_journal_is_named_with_what_to_do(tmp_path, monkeypatch, record, expect):
+    """The journal of an interrupted apply, damaged (a disk that filled, a hand edit): the next
+    command names it and says how to go on (it was a JSONDecodeError traceback)."""
+    monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path))
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "apply.journal").write_text(record)
+    out = run("sim", "status", TOPOLOGY / "tiny.yaml")
+    assert "apply.journal" in out and expect in out and "move" in out and "loom plan" in out, out

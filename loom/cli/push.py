@@ -53,7 +53,9 @@ def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = J
     whether every FRR daemon and namespace of the live simulation runs). Exit 0 if up."""
     as_json = json_wanted(fmt, as_json)
     fabric = load_model(model, marked=False)
-    raise typer.Exit(0 if backend_of(fabric).sim_status(fabric, as_json, UI) else 1)
+    with refusals(model):  # a damaged journal of an interrupted apply is named, not a traceback
+        up = backend_of(fabric).sim_status(fabric, as_json, UI)
+    raise typer.Exit(0 if up else 1)
 
 
 def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:

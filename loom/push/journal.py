@@ -21,6 +21,8 @@ from pathlib import Path
 
 from loom.files import write_all_atomic, write_atomic
 
+from .errors import PlanError
+
 PHASES = ("intent", "written", "reloaded", "verified")
 
 
@@ -38,7 +40,16 @@ class Journal:
 
     def text(self, j: dict, name: str) -> str | None:
         """A text `begin` kept for this journal `j` (None: it was absent)."""
-        return self._text_path(name).read_text() if name in j.get("texts", ()) else None
+        from loom.model import ModelError
+        from loom.model.reading import read_text
+
+        if name not in j.get("texts", ()):
+            return None
+        try:
+            return read_text(self._text_path(name), "apply journal's saved file", tables=True)
+        except ModelError as exc:
+            raise PlanError(f"{exc}; the interrupted apply cannot be undone from it: look at the target, move "
+                            f"{self.path} and its apply.journal.* files aside, and run `loom plan`") from None
 
     def mark(self, phase: str, **fields) -> None:
         assert phase in PHASES, phase
@@ -48,10 +59,26 @@ class Journal:
         write_atomic(self.path, json.dumps(j))
 
     def load(self) -> dict | None:
-        try:
-            return json.loads(self.path.read_text())
-        except FileNotFoundError:
+        """The record, None without one; a damaged one (a disk that filled, a hand edit) is a
+        PlanError naming it: what the interrupted apply did cannot be known from it."""
+        from loom.model import ModelError
+        from loom.model.reading import read_text
+
+        if not self.path.exists():
             return None
+        fix = (f"the interrupted apply it records cannot be settled from it: look at the target, move "
+               f"{self.path} and its apply.journal.* files aside, and run `loom plan` (drift shows what is live)")
+        try:
+            j = json.loads(read_text(self.path, "apply journal", tables=True))
+        except ModelError as exc:
+            raise PlanError(f"{exc}; {fix}") from None
+        except (ValueError, RecursionError):
+            raise PlanError(f"{self.path}: the apply journal is damaged (not valid JSON); {fix}") from None
+        texts = j.get("texts", []) if isinstance(j, dict) else None
+        if (not isinstance(j, dict) or j.get("phase") not in PHASES or not isinstance(texts, list)
+                or not all(isinstance(n, str) and n.replace("_", "").isalnum() for n in texts)):
+            raise PlanError(f"{self.path}: the apply journal is damaged (no phase of {', '.join(PHASES)}); {fix}")
+        return j
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -1,5 +1,6 @@
-"""Fuzz cases for every input Loom reads besides the model: saved plans, lock files, LFT dumps,
-`ibnetdiscover` topologies, Slurm hostlists, SSH inventories and NetBox's HTTP answers.
+"""Fuzz cases for every input Loom reads besides the model: saved plans, apply journals, lock
+files, LFT dumps, `ibnetdiscover` topologies, Slurm hostlists, SSH inventories and NetBox's HTTP
+answers.
 
 Each surface starts from a valid seed (tiny's, in `seeds/` or `topology/`), mutates it — JSON
 values replaced by hostile ones and the file re-signed half the time (so the checks behind the
@@ -255,7 +256,22 @@ def _http(rng: random.Random, case: SurfaceCase) -> None:
     case.env = {"NETBOX_TOKEN": "0123456789abcdef0123456789abcdef01234567", "LOOM_NETBOX_TIMEOUT": "2"}
 
 
-SURFACES = {"plan": _plan, "lock": _lock, "lfts-dump": _dump_surface, "topology": _topology, "hostlist": _hostlist,
+def _journal(rng: random.Random, case: SurfaceCase) -> None:
+    """An interrupted apply's journal left in the state directory, damaged: every command that
+    takes the fabric reads it first (`sim status` only says whether there is one)."""
+    doc = {"plan": "{dir}/p.json", "pid": 4242, "phase": rng.choice(["intent", "written", "reloaded", "verified"]),
+           "phases": {"intent": "2026-11-26T04:00:00+0000"}, "texts": ["previous_lfts", "desired_lfts"],
+           "restore_conf": "routing_engine minhop\n", "in_service": ["0x0002c90000000001"]}
+    doc = mutate_json(rng, doc, rng.randint(1, 3), case.mutations)
+    files = {**_tiny_files(), "state/tiny/apply.journal": _dump(doc)}
+    for name in ("previous_lfts", "desired_lfts"):
+        files[f"state/tiny/apply.journal.{name}"] = mutate_text(rng, (SEEDS / "tiny.lfts.dump").read_text()[:2000], 1, case.mutations)
+    case.files = files
+    case.args = ["sim", "status", "{dir}/tiny.yaml", *rng.choice([[], ["--json"]])]
+    case.env = {"LOOM_STATE_DIR": "{dir}/state"}
+
+
+SURFACES = {"plan": _plan, "journal": _journal, "lock": _lock, "lfts-dump": _dump_surface, "topology": _topology, "hostlist": _hostlist,
             "inventory": _inventory, "netbox-http": _http}
 
 
@@ -291,8 +307,9 @@ def run_surface(case: SurfaceCase, workdir: Path) -> str:
     if args[-1].startswith("<server:"):
         server = _server(args.pop()[len("<server:"):-1], case)
         case.env["NETBOX_URL"] = server.url
-    saved = {k: os.environ.get(k) for k in case.env}
-    os.environ.update(case.env)
+    env = {k: v.replace("{dir}", str(d)) for k, v in case.env.items()}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         r = CliRunner().invoke(app, args, catch_exceptions=True)
     finally:
