@@ -25,6 +25,11 @@ class InputError(Exception):
 
 
 def _text(path: Path, what: str, tables: bool = False) -> str:
+    from loom.model.reading import room_to_parse
+
+    why = room_to_parse(path, what) if tables else None
+    if why:
+        raise InputError(why)
     try:
         return read_text(path, what, tables)
     except ModelError as exc:

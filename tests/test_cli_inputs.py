@@ -159,6 +159,10 @@ def test_a_plan_over_its_cap_or_the_memory_is_refused_unread(tmp_path, monkeypat
     monkeypatch.setattr(reading, "available_memory", lambda: 1_000_000)
     out = " ".join(run("apply", path).split())
     assert "may take" in out and "0 MB are available" in out
+    dump = tmp_path / "lfts.dump"  # an LFT dump is parsed whole too
+    dump.write_text("Unicast lids [0x0-0x10] of switch Lid 1 guid 0x0000000000000001 (x):\n" + "0x0001 001 : (x)\n" * 20_000)
+    out = run("check", TOPOLOGY / "tiny.yaml", "--lfts", dump)
+    assert f"{dump}" in out and "may take" in out
 
 
 @pytest.mark.parametrize("record, expect", [("{not json", "not valid JSON"), ('{"phase": "halfway"}', "no phase of intent"),

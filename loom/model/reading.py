@@ -64,6 +64,25 @@ def available_memory() -> int | None:
     return None
 
 
+#: Bytes of memory per byte of a table file once parsed into Python objects (lists of small
+#: lists or tuples), with room for hostile shapes such as `[[],[],…]`.
+PARSE_FACTOR = 25
+
+
+def room_to_parse(path: str | Path, what: str) -> str | None:
+    """Why a table-sized file (plan, LFT dump) cannot be parsed here, None if it can: the memory
+    it would take against what this machine has free (a 1 GB file ended in MemoryError)."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None  # the bounded read names what is wrong with the path
+    free = available_memory()
+    if free is None or size * PARSE_FACTOR <= free:
+        return None
+    return (f"{path}: reading this {size >> 20} MB {what} may take {size * PARSE_FACTOR >> 20} MB of memory and "
+            f"{free >> 20} MB are available; free memory, or use a larger machine")
+
+
 def _refuse(file: str, message: str, fix: str, line: int | None = None) -> ModelError:
     return ModelError(file, [Problem("", message, fix, line)])
 

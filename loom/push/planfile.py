@@ -99,18 +99,17 @@ def checked_model(plan: dict, where: str) -> Fabric:
         raise PlanError(f"{where}: its model {model} is no longer valid ({exc}); run `loom validate {model}`") from None
 
 
-#: Plans are read whole and parsed into Python lists, ~10 bytes of memory per byte of table rows
-#: (up to ~25 for hostile shapes such as `[[],[],…]`), so they get a cap of their own below the
-#: 1 GB one of dumps: the two-zone Fire-Flyer 2 fabric's plan (three sets of tables) is ~7 MB.
+#: Plans are read whole and parsed into Python lists, ~10 bytes of memory per byte of table rows,
+#: so they get a cap of their own below the 1 GB one of dumps: the two-zone Fire-Flyer 2 fabric's
+#: plan (three sets of tables) is ~7 MB.
 MAX_PLAN_BYTES_ENV = "LOOM_MAX_PLAN_BYTES"
 DEFAULT_MAX_PLAN_BYTES = 256 * 1024 * 1024
-PARSE_FACTOR = 25
 
 
 def _room_for(path: Path) -> None:
     """PlanError, before anything is read, for a plan over its cap or one this machine has not
     the memory to parse (MemoryError half-way is what a 1 GB plan ended in)."""
-    from loom.model.reading import available_memory
+    from loom.model.reading import room_to_parse
 
     raw = os.environ.get(MAX_PLAN_BYTES_ENV, "")
     cap = int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_PLAN_BYTES
@@ -121,10 +120,9 @@ def _room_for(path: Path) -> None:
     if size > cap:
         raise PlanError(f"{path}: the plan is {size} bytes, more than the limit of {cap}; check it is a plan made by "
                         f"`loom plan`, or raise the limit with {MAX_PLAN_BYTES_ENV}=<bytes>")
-    free = available_memory()
-    if free is not None and size * PARSE_FACTOR > free:
-        raise PlanError(f"{path}: reading this {size >> 20} MB plan may take {size * PARSE_FACTOR >> 20} MB of memory and "
-                        f"{free >> 20} MB are available; free memory or make the plan on a larger machine")
+    why = room_to_parse(path, "plan")
+    if why:
+        raise PlanError(why)
 
 
 def read_plan(path: Path) -> dict:
