@@ -34,13 +34,20 @@ def as_json(fabric: str, report) -> str:
                        "findings": [f.as_dict() for f in _sorted(report)]}, indent=2) + "\n"
 
 
+def _inert(value):
+    """A cell a spreadsheet will not run: text read from the fabric (a node description is
+    whatever the device says) that starts like a formula gets a leading quote (OWASP's advice)."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 def as_csv(report) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(SHEET)
     for f in _sorted(report):
         e, g = f.expected, f.found
-        w.writerow([f.kind, f.cable_id, f.action,
-                    *(["", "", "", ""] if e is None else [e.rack, e.ru, e.device, e.port_name]),
-                    *(["", "", "", ""] if g is None else [g.rack, g.ru or "", g.device, g.port_name]), f.what])
+        w.writerow([_inert(v) for v in [
+            f.kind, f.cable_id, f.action,
+            *(["", "", "", ""] if e is None else [e.rack, e.ru, e.device, e.port_name]),
+            *(["", "", "", ""] if g is None else [g.rack, g.ru or "", g.device, g.port_name]), f.what]])
     return buf.getvalue()
