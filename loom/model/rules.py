@@ -12,8 +12,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator
 
-import networkx as nx
-
 from .schema import SPEEDS_GBPS, BiGraph, FatTree2, FatTree3, Model, NodeGroup
 
 
@@ -332,6 +330,8 @@ def zone_layers(model: Model) -> list[list[int]] | None:
 def monotone_zone_paths(model: Model) -> list[tuple[str, str]]:
     """Connected zone pairs with no path through zones of only rising (or only falling) index:
     with the direction split every cross-zone path must be one."""
+    import networkx as nx  # here, not at the top: `loom validate` of a one-zone model never needs it
+
     names = [z.name for z in model.zones]
     links = nx.Graph([(names.index(l.a.zone), names.index(l.b.zone)) for l in model.inter_zone_links
                       if l.a.zone in names and l.b.zone in names])
