@@ -167,6 +167,25 @@ def test_route_writes_files(tmp_path, tiny):
         assert parsed[s.guid][s.lid] == 0
 
 
+def test_route_counts_the_tables_it_writes(tmp_path):
+    """Issue 33: a leaf with every up-link missing is cut off; route said "12 switches" while the
+    dump held fewer tables."""
+    import shutil
+
+    model = tmp_path / "tiny.yaml"
+    shutil.copytree(TOPO / "catalogue", tmp_path / "catalogue")
+    model.write_text((TOPO / "tiny.yaml").read_text().replace(
+        "{name: z0, kind: fat-tree-2, switch_model: SW8, leaves: 4, spines: 2, leaf_down: 4, leaf_up: 4}",
+        "{name: z0, kind: fat-tree-2, switch_model: SW8, leaves: 4, spines: 2, leaf_down: 4, leaf_up: 4, "
+        "missing_links: [{leaf: 1, up_port: 0}, {leaf: 1, up_port: 1}, {leaf: 1, up_port: 2}, {leaf: 1, up_port: 3}]}"))
+    result = runner.invoke(app, ["route", str(model), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    tables = (tmp_path / "out" / "lfts.dump").read_text().count("Unicast lids")
+    plane = json.loads((tmp_path / "out" / "summary.json").read_text())["planes"][0]
+    assert plane["tables"] == tables < plane["switches"] == 12
+    assert f"on {tables} switches ({12 - tables} down or cut off: no table)" in " ".join(result.output.split())
+
+
 def test_routing_is_deterministic():
     a = lfts_dump(route(expand(load_model(TOPO / "fire-flyer-2.yaml")))[0])
     b = lfts_dump(route(expand(load_model(TOPO / "fire-flyer-2.yaml")))[0])

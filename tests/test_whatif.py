@@ -125,6 +125,16 @@ def test_opensm_recompute_of_the_same_failure_is_measured_beside():
     assert rep["planes"][0]["repair"]["entries"] < up["entries"]
 
 
+@pytest.mark.sim
+def test_random_draws_are_measured_against_opensm_too():
+    """Issue 33: `--random K --vs-opensm E` ran the draws and silently left OpenSM out."""
+    code, rep = whatif_json(str(TOPO / "tiny.yaml"), "--random", "1", "--trials", "2", "--vs-opensm", "ftree")
+    assert code == 0, rep
+    ft = rep["opensm"]["ftree"]
+    assert ft["entries"]["worst"] >= ft["entries"]["median"] > rep["repair_entries"]["worst"]
+    assert ft["destinations"]["worst"] > 0
+
+
 def test_the_text_report_counts_leaves_in_words():
     """One cable down costs one leaf; a spine down costs every leaf under it ("leaves", not "leafves")."""
     one = runner.invoke(app, ["whatif", str(TOPO / "tiny.yaml"), "--fail", "z0-leaf0/5"])

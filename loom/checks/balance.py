@@ -187,17 +187,6 @@ def _one_port_figures(sn, level: str, x: int, port: int, roles: np.ndarray, name
                         {names[k]: (int(counts[k]), int(counts[k]), -(-int(counts[k]) // dports)) for k in np.flatnonzero(counts)})
 
 
-def leaf_port_loads(walk: Walk) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(rows, cols, destinations, bound) for every leaf up-port; bound is its leaf's
-    ceil(routed up / design up-ports)."""
-    sn = walk.tables.subnet
-    rows, cols = up_ports(walk, 0)
-    loads = dest_counts(walk, walk.valid_lids)[rows, cols]
-    per = np.bincount(rows, weights=loads, minlength=sn.n)
-    nports = np.maximum(np.bincount(rows, minlength=sn.n), design_up_ports(sn))
-    return rows, cols, loads, np.ceil(per[rows] / np.maximum(nports[rows], 1)).astype(np.int64)
-
-
 def dest_counts(walk: Walk, lids: np.ndarray) -> np.ndarray:
     """[sw, port] number of the given destination LIDs routed out of each port."""
     sn, lft = walk.tables.subnet, walk.tables.lft

@@ -168,6 +168,14 @@ def trials_summary(outcomes: list[list[PlaneOutcome]]) -> dict:
     }
 
 
+def opensm_trials(per_draw: list[dict]) -> dict:
+    """Worst and median, per OpenSM engine, of what its recompute changed over the random draws
+    (`{engine: {entries, switches, destinations, ...}}` per draw)."""
+    engines = per_draw[0] if per_draw else {}
+    return {e: {k: {"worst": _num(max(d[e][k] for d in per_draw)), "median": _num(np.median([d[e][k] for d in per_draw]))}
+                for k in ("entries", "destinations")} for e in engines}
+
+
 def _num(x) -> int | float:
     """A figure as JSON shows it: whole numbers as integers, fractions to 4 places."""
     x = float(x)

@@ -46,13 +46,18 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
         for w in t.warnings:
             err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
         summary["planes"].append({
-            "plane": t.subnet.plane, "dir": str(d), "switches": t.subnet.n, "max_lid": t.subnet.max_lid,
+            "plane": t.subnet.plane, "dir": str(d), "switches": t.subnet.n,
+            "tables": int((t.lft != 255).any(axis=1).sum()),  # what the dump holds: a switch cut off or down has none
+            "max_lid": t.subnet.max_lid,
             "ca_ports": len(t.subnet.ca_lids), "lft_entries": int((t.lft != 255).sum()),
             "lfts_sha256": hashlib.sha256(dump.encode()).hexdigest(),
         })
     write(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    tabled = sum(p["tables"] for p in summary["planes"])
+    without = sum(p["switches"] for p in summary["planes"]) - tabled
     out.print(f"routed {fabric.name} with {summary['engine']}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
-              f"on {sum(p['switches'] for p in summary['planes'])} switches → {out_dir}", highlight=False, markup=False)
+              f"on {tabled} switches{f' ({without} down or cut off: no table)' if without else ''} → {out_dir}",
+              highlight=False, markup=False)
 
 
 def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", help="text, json or markdown"),
@@ -135,7 +140,7 @@ def whatif(model: Path = MODEL_ARG,
     move to reach its bound, balance wins); 1 otherwise; 2 on a failure name the fabric does not have."""
     import numpy as np
 
-    from loom.checks.whatif import trials_summary, what_if
+    from loom.checks.whatif import opensm_trials, trials_summary, what_if
     from loom.expand.failures import FailureSpecError, parse_failures, random_failures
     from loom.render.whatif_report import print_outcomes, print_trials
 
@@ -156,11 +161,13 @@ def whatif(model: Path = MODEL_ARG,
                 report["opensm"] = _opensm_recompute(backend, fabric, failure, design, vs_opensm)
         else:
             rng = np.random.default_rng(seed)
-            runs = [what_if(fabric, random_failures(fabric, random, rng), design, engine, qos=qos)
-                    for _ in range(trials)]
+            draws = [random_failures(fabric, random, rng) for _ in range(trials)]
+            runs = [what_if(fabric, f, design, engine, qos=qos) for f in draws]
             summary = trials_summary(runs)
             ok = summary["failed_trials"] == 0
             report = {"fabric": fabric.name, "random": random, "seed": seed, "ok": ok, **summary}
+            if vs_opensm:  # the same draws recomputed by OpenSM in the simulator (two sweeps per draw and engine)
+                report["opensm"] = opensm_trials([_opensm_recompute(backend, fabric, f, design, vs_opensm) for f in draws])
     except FailureSpecError as exc:
         raise input_error(exc, 2) from None
     if as_json:
@@ -276,6 +283,8 @@ def diff_cmd(
     head_file: Path | None = typer.Option(None, "--head-file", help="model file to compare to"),
     fmt: str = typer.Option("text", "--format", help="text, markdown or json"),
     tolerance: int = typer.Option(0, "--balance-tolerance", help="allowed rise of (max destinations per up-port - bound)"),
+    design_bound: bool = typer.Option(False, "--design-bound", help="list ports above the intact design's bound, not "
+                                      "the as-built one (a fabric with links down has many)"),
 ) -> None:
     """What a model change does: verdicts, LFT entries, moved destinations, cables, host settings.
 
@@ -307,7 +316,7 @@ def diff_cmd(
                     err.print(p.render(exc.file if exc.file.endswith(".lock.json") else name if rev else str(path)),
                               highlight=False, markup=False)
                 raise typer.Exit(2) from None
-    d = compare(*sides, tolerance=tolerance)
+    d = compare(*sides, tolerance=tolerance, design_bound=design_bound)
     if fmt == "json":
         sys.stdout.write(json.dumps(d, indent=2, default=np_default) + "\n")
     else:

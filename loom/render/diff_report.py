@@ -97,7 +97,7 @@ def markdown(d: dict) -> str:
             f"- {w['dest']} moved (their cabling changed): {len(r['destinations_moved'])}",
             f"- {w['dest']} rerouted (same cabling, other ports): {len(r['destinations_rerouted'])}",
             f"- {w['dest']} added / removed: {len(r['destinations_added'])} / {len(r['destinations_removed'])}",
-            f"- leaf {w['up']}s above the bound on head: {len(r['ports_above_bound'])}", ""]
+            f"- ports above their {d.get('bound', 'as-built')} bound on head: {len(r['ports_above_bound'])}", ""]
     for title, items in (("Moved", r["destinations_moved"]), ("Rerouted", r["destinations_rerouted"]),
                          ("Added", r["destinations_added"]), ("Removed", r["destinations_removed"])):
         if items:
@@ -113,8 +113,9 @@ def markdown(d: dict) -> str:
                 *[f"- `{x}`" for x in cfg[1:SHOWN + 1]], *_more(cfg[1:]), "", "</details>", ""]
     if r["ports_above_bound"]:
         above = sorted(r["ports_above_bound"], key=lambda p: (natural(p["switch"]), p["port"]))
-        out += ["<details><summary>Up-ports above the bound</summary>", "",
-                *[f"- {p['switch']} port {p['port']}: {p['destinations']} > {p['bound']}" for p in above[:SHOWN]],
+        out += [f"<details><summary>Ports above their {d.get('bound', 'as-built')} bound</summary>", "",
+                *[f"- {p['switch']} port {p['port']} ({p.get('level', 'leaf_up')}): {p['destinations']} > {p['bound']}"
+                  for p in above[:SHOWN]],
                 *_more(above), "", "</details>", ""]
     out += ["### Cabling and physical churn", "", f"- cables added {len(c['added'])}, removed {len(c['removed'])}, "
             f"re-pulled {len(c['moved'])}"]

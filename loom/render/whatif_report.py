@@ -57,4 +57,7 @@ def print_trials(out: Console, fabric: str, k: int, report: dict) -> None:
                        ("min_leaf_kept", "up-link bandwidth kept, worst leaf")):
         if key in report:
             t.add_row(label, str(report[key]["worst"]), str(report[key]["median"]))
+    for eng, r in report.get("opensm", {}).items():
+        t.add_row(f"entries changed, OpenSM {escape(eng)} recompute", str(r["entries"]["worst"]), str(r["entries"]["median"]))
+        t.add_row(f"destinations moved, OpenSM {escape(eng)}", str(r["destinations"]["worst"]), str(r["destinations"]["median"]))
     out.print(t)
