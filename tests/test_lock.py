@@ -276,3 +276,15 @@ def test_every_reader_refuses_a_hand_edited_lock(tmp_path):
     assert not (tmp_path / "out").exists()
     assert run("lock", str(model))[0] == 0
     assert run("check", str(model))[0] == 0
+
+
+def test_a_lock_laid_out_differently_but_unchanged_is_accepted(tmp_path):
+    """The digest is checked on the file's bytes first (fast) and, for a file another tool
+    re-indented, on its content: same identities, same digest, accepted."""
+    d = tmp_path / "m"
+    shutil.copytree(TOPO / "catalogue", d / "catalogue")
+    model = d / "tiny.yaml"
+    shutil.copy(TOPO / "tiny.yaml", model)
+    lock_path(model).write_text(json.dumps(json.loads(lock_path(TOPO / "tiny.yaml").read_text()), indent=4))
+    assert read_lock(lock_path(model)).digest == read_lock(lock_path(TOPO / "tiny.yaml")).digest
+    assert run("check", str(model))[0] == 0

@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -159,7 +160,7 @@ def read_lock(path: Path, signed: bool = True) -> Lock | None:
     except ValidationError as exc:
         probs = [Problem(".".join(_short(x) for x in e["loc"]), e["msg"], fix) for e in exc.errors()[:10]]
         raise ModelError(str(path), probs) from None
-    if signed and lock.digest != digest(lock):
+    if signed and not _signed_text(text, lock.digest) and lock.digest != digest(lock):
         raise ModelError(str(path), [Problem("digest", "the file was edited by hand (its digest does not match its body)",
                                              f"revert it (`git checkout -- {path}`), or accept the edit with "
                                              "`loom lock MODEL`, which re-signs it")])
@@ -250,6 +251,21 @@ def _body(lock: Lock) -> list[str]:
 
 def digest(lock: Lock) -> str:
     return hashlib.sha256("\n".join(_body(lock)).encode()).hexdigest()
+
+
+_HEAD = re.compile(r'\{\n  "about": [^\n]*,\n  "digest": "[0-9a-f]{64}",\n  ')
+_ITEM = re.compile(r',\n  (?=")')  # between top-level entries (one inside a section is indented further)
+
+
+def _signed_text(text: str, claimed: str) -> bool:
+    """Does the file's own body text hash to its digest?  The quick check (a hash of the bytes
+    `lock_text` wrote, ~30 ms for 36,000 entries where rebuilding the body from the parsed
+    lock takes ~0.3 s); a file laid out differently is judged by `digest` itself."""
+    head = _HEAD.match(text)
+    if head is None or not text.endswith("\n}\n"):
+        return False
+    body = _ITEM.split(text[head.end():-3])
+    return hashlib.sha256("\n".join(body).encode()).hexdigest() == claimed
 
 
 def lock_text(lock: Lock) -> str:
