@@ -1,0 +1,153 @@
+"""Partitions (InfiniBand P_Keys): which node is a full or limited member of which partition,
+and the rules a model's `partitions:` must follow.
+
+Two ports can talk when they share a P_Key and at least one of them is a full member: a
+tenant's nodes are full members of its partition, compute nodes are limited members of the
+storage partition (they reach the storage servers, which are full, but not each other through
+it).  OpenSM keeps the default partition 0x7fff with its own port the only full member, so a
+node that is in no partition of the model can talk to nothing but the subnet manager — which
+is why `unpartitioned` is an error, not a warning: such a node is cut off, silently.
+
+The resolution works on plain node records (name, group, role, zones), so the model rules
+(before expansion) and the later stages (on the expanded fabric's nodes) share it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Iterator, NamedTuple
+
+from .hostlist import HostlistError, compress, expand
+from .schema import Model, Partition, PartitionMember
+
+#: OpenSM's default partition: the SM's port full, every other port limited (see the module doc).
+DEFAULT_PKEY = 0x7FFF
+
+
+class NodeRecord(NamedTuple):
+    name: str
+    group: str
+    role: str
+    zones: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Membership:
+    """One partition resolved to its nodes: {node name: "full" | "limited"}."""
+
+    name: str
+    pkey: int
+    members: dict[str, str]
+    ipoib: object | None = None
+    qos_class: str | None = None
+
+    @property
+    def full(self) -> list[str]:
+        return [n for n, m in self.members.items() if m == "full"]
+
+
+def _selects(member: PartitionMember, node: NodeRecord, named: set[str] | None) -> bool:
+    return ((member.role is None or node.role == member.role)
+            and (member.group is None or node.group == member.group)
+            and (member.zone is None or member.zone in node.zones)
+            and (named is None or node.name in named))
+
+
+def _named(member: PartitionMember) -> set[str] | None:
+    if member.nodes is None:
+        return None
+    try:
+        return set(expand(member.nodes))
+    except HostlistError:
+        return set()  # reported by `partition_problems`
+
+
+def resolve(partitions: Iterable[Partition], nodes: list[NodeRecord]) -> list[Membership]:
+    """Each partition's members; a node selected twice (full by role, limited by zone) is a
+    full member — the stronger grant wins, as it would in OpenSM's table (one P_Key entry)."""
+    out = []
+    for p in partitions:
+        members: dict[str, str] = {}
+        for m in p.members:
+            named = _named(m)
+            for node in nodes:
+                if _selects(m, node, named) and members.get(node.name) != "full":
+                    members[node.name] = m.membership
+        out.append(Membership(p.name, p.pkey, members, p.ipoib, p.qos_class))
+    return out
+
+
+def partition_problems(model: Model, nodes: list[NodeRecord]) -> Iterator[tuple[tuple, str, str]]:
+    """(YAML location, message, fix) for every way `partitions:` is wrong."""
+    parts = model.partitions
+    if not parts:
+        return
+    if model.technology != "infiniband":
+        yield ("partitions",), "partitions are InfiniBand P_Keys; this fabric is Ethernet", \
+            "remove `partitions` (separate RoCE tenants by VRF or VLAN outside loom)"
+        return
+    yield from _unique(parts)
+    zones = {z.name for z in model.zones}
+    groups = {g.name for g in model.node_groups}
+    names = {n.name for n in nodes}
+    classes = {c.name for c in model.qos.classes} if model.qos else set()
+    resolved = resolve(parts, nodes)
+    for i, (p, r) in enumerate(zip(parts, resolved)):
+        for j, m in enumerate(p.members):
+            yield from _member_problems(("partitions", i, "members", j), m, zones, groups, names, nodes)
+        if r.members and not r.full:
+            yield (("partitions", i, "members"), f"partition `{p.name}` has only limited members: limited members "
+                   "cannot talk to each other, so nobody in it can talk",
+                   "make the servers the others use (storage, a head node) full members, or all members full")
+        if p.qos_class is not None and p.qos_class not in classes:
+            yield (("partitions", i, "qos_class"),
+                   f"partition `{p.name}` rides class `{p.qos_class}`, which has no SL/VL: "
+                   + ("the model has no `qos` section" if model.qos is None else "no such class in qos.classes"),
+                   f"use one of: {', '.join(sorted(classes))}" if classes else "add the class under qos.classes")
+    covered = {n for r in resolved for n in r.members}
+    lost = [n.name for n in nodes if n.name not in covered]
+    if lost:
+        yield (("partitions",), f"{len(lost)} node(s) are in no partition but the default, where they can reach only "
+               f"the subnet manager: {compress(lost)[:200]}",
+               "add them to a partition (a tenant, storage as limited members, or a partition of their own)")
+
+
+def _unique(parts: list[Partition]) -> Iterator[tuple[tuple, str, str]]:
+    for field in ("name", "pkey"):
+        values = [getattr(p, field) for p in parts]
+        for dup in [v for v, c in Counter(values).items() if c > 1]:
+            i = len(values) - 1 - values[::-1].index(dup)
+            first = parts[values.index(dup)].name
+            shown = f"P_Key 0x{dup:04x}" if field == "pkey" else f"name `{dup}`"
+            yield (("partitions", i, field), f"partition `{parts[i].name}` uses {shown}, as `{first}` does: "
+                   + ("two tenants on one P_Key can reach each other" if field == "pkey" else "names must be unique"),
+                   f"give every partition its own {field}" + (" (0x0001 to 0x7ffe)" if field == "pkey" else ""))
+
+
+def _member_problems(loc: tuple, m: PartitionMember, zones: set[str], groups: set[str], names: set[str],
+                     nodes: list[NodeRecord]) -> Iterator[tuple[tuple, str, str]]:
+    if m.role is None and m.group is None and m.zone is None and m.nodes is None:
+        yield loc, "a member entry selects nobody", "give role, group, zone or nodes (a hostlist)"
+        return
+    if m.group is not None and m.group not in groups:
+        yield loc + ("group",), f"unknown node group `{m.group}`", f"use one of: {', '.join(sorted(groups))}"
+        return
+    if m.zone is not None and m.zone not in zones:
+        yield loc + ("zone",), f"unknown zone `{m.zone}`", f"use one of: {', '.join(sorted(zones))}"
+        return
+    if m.nodes is not None:
+        try:
+            listed = expand(m.nodes)
+        except HostlistError as exc:
+            yield loc + ("nodes",), str(exc), "write a hostlist such as z0-c[00-03],st01"
+            return
+        unknown = [n for n in listed if n not in names]
+        if unknown:
+            yield loc + ("nodes",), f"{len(unknown)} unknown node(s): {compress(unknown)[:120]}", \
+                "name nodes of the model's node groups (their name_pattern)"
+            return
+    named = _named(m)
+    if not any(_selects(m, n, named) for n in nodes):
+        yield loc, "this member entry matches no node (its selectors exclude each other)", \
+            "check role, group, zone and nodes: a node must match all that are given"
