@@ -118,11 +118,16 @@ class InfiniBand:
     # ---------------------------------------------------------------- route and check
     def route_files(self, fabric: Fabric, tables) -> dict[str, str]:
         """What `loom route` writes beside each plane's tables: the fabric as it stands in the
-        ibnetdiscover/ibsim format, and OpenSM's QoS policy when cross-zone traffic needs its own VLs."""
+        ibnetdiscover/ibsim format, OpenSM's QoS policy when cross-zone traffic needs its own VLs or
+        partitions ride a traffic class, and OpenSM's partitions.conf when the model has partitions."""
         from loom.render.opensm_qos import opensm_qos_policy
         from loom.render.ibsim import ibsim_net
+        from loom.render.partitions import partitions_conf
 
         files = {"topology.net": ibsim_net(fabric, tables.subnet.plane)}
+        partitions = partitions_conf(fabric, tables.subnet.plane)
+        if partitions:
+            files["partitions.conf"] = partitions
         qos = self.qos(fabric)
         policy = opensm_qos_policy(fabric, qos, tables.subnet.plane) if qos else None
         if policy:
