@@ -3,6 +3,7 @@ isolation matrix checked against the intent, with the faults it is for planted."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -82,3 +83,90 @@ def test_route_out_and_the_inventory_carry_the_partitions(tmp_path):
     assert st["loom_ib_pkey"] == "0x8200" and [p["membership"] for p in st["loom_partitions"]] == ["full"]
     assert "loom_partitions" not in yaml.safe_load(inventory(load_fabric(Path(__file__).parent.parent / "topology"
                                                                          / "tiny.yaml"))["host_vars/z0-c03.yml"])
+
+
+# ------------------------------------------------------------------ the isolation matrix
+
+
+def _variant(tmp_path: Path, old: str, new: str, name: str = "variant.yaml") -> Path:
+    text = TENANTS.read_text()
+    assert old in text
+    path = tmp_path / name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+STORAGE_LIMITED = "      - {role: compute, membership: limited}\n"
+
+
+def _check(path: Path) -> tuple[int, dict]:
+    res = runner.invoke(app, ["check", str(path), "--format", "json", "--ebb-samples", "0"])
+    return res.exit_code, json.loads(res.output)
+
+
+def test_the_tenants_model_holds_its_intent_and_prints_the_matrix():
+    code, report = _check(TENANTS)
+    p = report["partitions"]
+    assert code == 0 and p["ok"] and p["problems"] == []
+    labels = [c["label"] for c in p["classes"]]
+    assert labels == ["z0-c[00-08]", "z1-c[00-08]", "st[00-03]", "mgmt0"]
+    assert p["matrix"] == [[True, False, True, True], [False, True, True, True], [True, True, True, True],
+                           [True, True, True, False]]  # mgmt0, the SM, reaches all through the default partition
+    text = runner.invoke(app, ["check", str(TENANTS), "--ebb-samples", "0"]).output
+    assert "who can talk to whom" in text and "z0-c[00-08]  compute" in text
+    md = runner.invoke(app, ["check", str(TENANTS), "--format", "markdown", "--ebb-samples", "0"]).output
+    assert "### Partitions: intent holds yes" in md and "| 1 | z0-c[00-08] | compute | 9 |" in md
+    assert "partitions" not in _check(Path(__file__).parent.parent / "topology" / "tiny.yaml")[1]
+
+
+def test_a_tenant_node_made_full_member_of_storage_is_named_as_a_breach(tmp_path):
+    path = _variant(tmp_path, STORAGE_LIMITED, STORAGE_LIMITED + "      - {nodes: z0-c03, membership: full}\n")
+    code, report = _check(path)
+    p = report["partitions"]
+    assert code == 1 and not p["ok"] and not p["tenants_isolated"] and p["storage_reached"]
+    assert p["problems"] == ["z0-c03 (tenant-a) can reach z1-c[00-08] (tenant-b) through storage (P_Key 0x0200), "
+                             "where z0-c03 is a full member"]
+
+
+def test_compute_nodes_left_out_of_storage_are_named(tmp_path):
+    path = _variant(tmp_path, STORAGE_LIMITED, "      - {nodes: \"z0-c[00-08]\", membership: limited}\n")
+    code, report = _check(path)
+    p = report["partitions"]
+    assert code == 1 and p["tenants_isolated"] and not p["storage_reached"]
+    assert p["problems"] == ["z1-c[00-08] cannot reach storage st[00-03]: no partition holds both with one of them full"]
+
+
+def test_a_compute_node_let_into_management_by_its_own_full_membership_is_named(tmp_path):
+    """On Fire-Flyer 2 (tiny's one management node is the SM, which every node reaches anyway)."""
+    text = (MODELS / "fire-flyer-2-tenants.yaml").read_text()
+    old = "members: [{role: management, membership: full}]"
+    assert old in text
+    path = tmp_path / "ff2.yaml"
+    path.write_text(text.replace(old, "members: [{role: management, membership: limited}, "
+                                      "{nodes: z0-m00, membership: full}, {nodes: z1-c007, membership: full}]"))
+    code, report = _check(path)
+    p = report["partitions"]
+    assert code == 1 and not p["management_isolated"] and p["tenants_isolated"] and p["storage_reached"]
+    assert p["problems"] == ["z1-c007 can reach management z0-m[01-11],z1-m[00-11] through management (P_Key 0x0c00), "
+                             "where z1-c007 is a full member, not one the management nodes are full members of"]
+
+
+def test_diff_shows_who_can_talk_as_a_verdict_of_its_own(tmp_path):
+    breach = _variant(tmp_path, STORAGE_LIMITED, STORAGE_LIMITED + "      - {nodes: z0-c03, membership: full}\n")
+    res = runner.invoke(app, ["diff", str(TENANTS), "--base-file", str(TENANTS), "--head-file", str(breach), "--format", "json"])
+    d = json.loads(res.output)
+    assert res.exit_code == 1 and d["routing"]["lft_entries_changed"] == 0
+    t = d["who_can_talk"]
+    assert t["changed"] and t["pairs_changed"] == 9 and t["gained"] == ["z0-c03 ↔ z1-c[00-08]"] and t["lost"] == []
+    assert t["intent_base"] is True and t["intent_head"] is False
+    assert any(r.startswith("partition intent held on base and fails on head: z0-c03") for r in d["regressions"])
+    text = runner.invoke(app, ["diff", str(TENANTS), "--base-file", str(TENANTS), "--head-file", str(breach)]).output
+    assert "who can talk to whom CHANGED: 9 node pair(s)" in text and "now can talk: z0-c03 ↔ z1-c[00-08]" in text
+    same = json.loads(runner.invoke(app, ["diff", str(TENANTS), "--base-file", str(TENANTS), "--head-file", str(TENANTS),
+                                          "--format", "json"]).output)
+    assert same["who_can_talk"]["changed"] is False and same["regressions"] == [] and same["changed"] is False
+    # a fabric that gets partitions: every pair that loses its path is listed, nothing is a regression
+    tiny = Path(__file__).parent.parent / "topology" / "tiny.yaml"
+    first = json.loads(runner.invoke(app, ["diff", str(TENANTS), "--base-file", str(tiny), "--head-file", str(TENANTS),
+                                           "--format", "json"]).output)["who_can_talk"]
+    assert first["gained"] == [] and "z0-c[00-08] ↔ z1-c[00-08]" in first["lost"] and first["intent_base"] is None

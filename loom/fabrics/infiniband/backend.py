@@ -140,11 +140,18 @@ class InfiniBand:
         return plan_qos(fabric.model)
 
     def check_extra(self, fabric: Fabric) -> dict:
-        return {}
+        """The isolation matrix of the model's partitions against the intent (none without)."""
+        from loom.checks.partitions import check_partitions
+
+        report = check_partitions(fabric)
+        return {"partitions": report} if report else {}
 
     def print_check(self, ui: Ui, name: str, planes: list[dict], cabling: dict) -> None:
         from loom.render.check_report import print_check
+        from loom.render.partitions_report import print_partitions
 
+        if cabling.get("partitions"):
+            print_partitions(ui.out, name, cabling["partitions"])
         for p in planes:
             print_check(ui.out, name, p)
 
