@@ -123,13 +123,15 @@ def subnet_manager_files(fabric: Fabric) -> dict[str, str]:
 
     tables = route(fabric)[0]
     qos = plan_qos(fabric.model)
+    partitions = partitions_conf(fabric)
     return {
         "group_vars/subnet_managers.yml": _dump({
             "opensm_qos_options": opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n",
             "opensm_lfts_src": "{{ inventory_dir }}/files/lfts.dump",
             "opensm_guid2lid_src": "{{ inventory_dir }}/files/guid2lid",
+            **({"opensm_partitions_src": "{{ inventory_dir }}/files/partitions.conf"} if partitions else {}),
         }),
         "files/lfts.dump": lfts_dump(tables),
         "files/guid2lid": guid2lid(tables),
-        **({"files/partitions.conf": conf} if (conf := partitions_conf(fabric)) else {}),
+        **({"files/partitions.conf": partitions} if partitions else {}),
     }
