@@ -179,3 +179,31 @@ def test_a_model_that_drops_its_partitions_takes_them_off_the_fabric(tenants_up,
     assert set(map(tuple, read_pkeys(SimTarget(d), sn).values())) == {tuple(NO_PARTITIONS)}
     code, out = loom("plan", str(model))
     assert code == 0 and "No changes" in out and "P_Keys" not in out, out  # no longer loom's: nothing read
+
+
+@pytest.mark.slow
+def test_fire_flyer_tenants_end_to_end(tmp_path, monkeypatch):
+    """Fire-Flyer 2 with a tenant per zone, storage shared, management closed: check prints the
+    matrix, apply pushes the partitions and reads back every P_Key table (1584 CA ports and the
+    1584 switch ports facing them), the SA answers as the partitions say, and plan converges."""
+    code, out = loom("check", FF2, "--ebb-samples", "0")
+    assert code == 0 and "who can talk to whom" in out and "z0-c[000-599]" in out, out
+    d = _up(FF2, tmp_path, monkeypatch)
+    try:
+        code, out = loom("plan", FF2, "--out", str(tmp_path / "p.json"))
+        assert code == 2, out
+        assert read_plan(tmp_path / "p.json")["partitions"]["ports_differing"] == 2 * 1584
+        code, out = loom("apply", str(tmp_path / "p.json"))
+        assert code == 0 and "P_Keys verified on 3168 ports" in out, out
+        f = load_fabric(FF2)
+        lid = {ca: _lid(f, ca) for ca in ("z0-c000-mlx5_0", "z1-c599-mlx5_0", "st179-mlx5_1", "z1-m05-mlx5_0",
+                                          "z0-c001-mlx5_0")}
+        src = ("z0-c000-mlx5_0", lid["z0-c000-mlx5_0"])
+        assert path_record(d, *src, lid["z1-c599-mlx5_0"]) == []  # the other tenant
+        assert path_record(d, *src, lid["z1-m05-mlx5_0"]) == []  # management
+        assert path_record(d, *src, lid["st179-mlx5_1"]) == ["0xB00"]  # storage, across the zones
+        assert path_record(d, *src, lid["z0-c001-mlx5_0"]) == ["0x8A00"]  # its own tenant
+        code, out = loom("plan", FF2)
+        assert code == 0 and "No changes" in out and "P_Keys" in out, out
+    finally:
+        loom("sim", "down", "--force", FF2)
