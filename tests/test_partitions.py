@@ -170,3 +170,24 @@ def test_diff_shows_who_can_talk_as_a_verdict_of_its_own(tmp_path):
     first = json.loads(runner.invoke(app, ["diff", str(TENANTS), "--base-file", str(tiny), "--head-file", str(TENANTS),
                                            "--format", "json"]).output)["who_can_talk"]
     assert first["gained"] == [] and "z0-c[00-08] ↔ z1-c[00-08]" in first["lost"] and first["intent_base"] is None
+
+
+def test_partition_entries_over_many_nodes_are_refused_before_they_are_resolved(tmp_path):
+    """16 partitions of 256 entries over Fire-Flyer 2's 1,404 nodes: refused by the limit, fast."""
+    import time
+
+    from loom.model import ModelError, load_model
+
+    text = (MODELS / "fire-flyer-2-tenants.yaml").read_text()
+    entries = "".join(f"  - name: p{i}\n    pkey: {i + 1}\n    members:\n"
+                      + "      - {nodes: z0-c000, membership: full}\n" * 256 for i in range(16))
+    path = tmp_path / "many.yaml"
+    path.write_text(text[:text.index("\npartitions:")] + "\npartitions:\n" + entries)
+    start = time.monotonic()
+    try:
+        load_model(path)
+    except ModelError as exc:
+        assert "4096 partition member entries over 1404 nodes is more than Loom's limit" in str(exc)
+    else:
+        raise AssertionError("the model was accepted")
+    assert time.monotonic() - start < 5

@@ -47,33 +47,44 @@ class Membership:
         return [n for n, m in self.members.items() if m == "full"]
 
 
-def _selects(member: PartitionMember, node: NodeRecord, named: set[str] | None) -> bool:
-    return ((member.role is None or node.role == member.role)
-            and (member.group is None or node.group == member.group)
-            and (member.zone is None or member.zone in node.zones)
-            and (named is None or node.name in named))
+class _Index:
+    """The nodes by name, role, group and zone: a member entry's nodes are the intersection of
+    the sets its selectors name (cost: the nodes it selects, not every node per entry)."""
 
+    def __init__(self, nodes: list[NodeRecord]) -> None:
+        self.order = {n.name: i for i, n in enumerate(nodes)}
+        self.by: dict[str, dict[str, set[str]]] = {"role": {}, "group": {}, "zone": {}}
+        for n in nodes:
+            self.by["role"].setdefault(n.role, set()).add(n.name)
+            self.by["group"].setdefault(n.group, set()).add(n.name)
+            for z in n.zones:
+                self.by["zone"].setdefault(z, set()).add(n.name)
 
-def _named(member: PartitionMember) -> set[str] | None:
-    if member.nodes is None:
-        return None
-    try:
-        return set(expand(member.nodes))
-    except HostlistError:
-        return set()  # reported by `partition_problems`
+    def select(self, member: PartitionMember) -> list[str]:
+        """The entry's nodes in node order (none for a malformed hostlist: `partition_problems`
+        reports it)."""
+        sets = [self.by[k].get(getattr(member, k), set()) for k in self.by if getattr(member, k) is not None]
+        if member.nodes is not None:
+            try:
+                sets.append(set(expand(member.nodes, limit=max(1, len(self.order)))) & self.order.keys())
+            except HostlistError:
+                return []
+        if not sets:
+            return []
+        return sorted(set.intersection(*sorted(sets, key=len)), key=self.order.__getitem__)
 
 
 def resolve(partitions: Iterable[Partition], nodes: list[NodeRecord]) -> list[Membership]:
     """Each partition's members; a node selected twice (full by role, limited by zone) is a
     full member — the stronger grant wins, as it would in OpenSM's table (one P_Key entry)."""
+    index = _Index(nodes)
     out = []
     for p in partitions:
         members: dict[str, str] = {}
         for m in p.members:
-            named = _named(m)
-            for node in nodes:
-                if _selects(m, node, named) and members.get(node.name) != "full":
-                    members[node.name] = m.membership
+            for name in index.select(m):
+                if members.get(name) != "full":
+                    members[name] = m.membership
         out.append(Membership(p.name, p.pkey, members, p.ipoib, p.qos_class))
     return out
 
@@ -93,9 +104,10 @@ def partition_problems(model: Model, nodes: list[NodeRecord]) -> Iterator[tuple[
     names = {n.name for n in nodes}
     classes = {c.name for c in model.qos.classes} if model.qos else set()
     resolved = resolve(parts, nodes)
+    index = _Index(nodes)
     for i, (p, r) in enumerate(zip(parts, resolved)):
         for j, m in enumerate(p.members):
-            yield from _member_problems(("partitions", i, "members", j), m, zones, groups, names, nodes)
+            yield from _member_problems(("partitions", i, "members", j), m, zones, groups, names, index)
         if r.members and not r.full:
             yield (("partitions", i, "members"), f"partition `{p.name}` has only limited members: limited members "
                    "cannot talk to each other, so nobody in it can talk",
@@ -126,7 +138,7 @@ def _unique(parts: list[Partition]) -> Iterator[tuple[tuple, str, str]]:
 
 
 def _member_problems(loc: tuple, m: PartitionMember, zones: set[str], groups: set[str], names: set[str],
-                     nodes: list[NodeRecord]) -> Iterator[tuple[tuple, str, str]]:
+                     index: _Index) -> Iterator[tuple[tuple, str, str]]:
     if m.role is None and m.group is None and m.zone is None and m.nodes is None:
         yield loc, "a member entry selects nobody", "give role, group, zone or nodes (a hostlist)"
         return
@@ -138,16 +150,15 @@ def _member_problems(loc: tuple, m: PartitionMember, zones: set[str], groups: se
         return
     if m.nodes is not None:
         try:
-            listed = expand(m.nodes)
+            listed = expand(m.nodes, limit=max(1, len(names)))
         except HostlistError as exc:
-            yield loc + ("nodes",), str(exc), "write a hostlist such as z0-c[00-03],st01"
+            yield loc + ("nodes",), str(exc), "write a hostlist of the model's nodes, such as z0-c[00-03],st01"
             return
         unknown = [n for n in listed if n not in names]
         if unknown:
             yield loc + ("nodes",), f"{len(unknown)} unknown node(s): {compress(unknown)[:120]}", \
                 "name nodes of the model's node groups (their name_pattern)"
             return
-    named = _named(m)
-    if not any(_selects(m, n, named) for n in nodes):
+    if not index.select(m):
         yield loc, "this member entry matches no node (its selectors exclude each other)", \
             "check role, group, zone and nodes: a node must match all that are given"
