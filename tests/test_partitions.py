@@ -11,13 +11,16 @@ from typer.testing import CliRunner
 
 from loom.cli import app
 from loom.expand import load_fabric
-from loom.expand.partitions import memberships, pkey_tables
+from loom.expand.partitions import memberships
+from loom.fabrics.infiniband.pkeys import intent
 from loom.model.partitions import NodeRecord, resolve
 from loom.model.schema import Partition
 from loom.qos import plan_qos
 from loom.render.inventory import inventory
 from loom.render.opensm_qos import opensm_qos_policy
 from loom.render.partitions import parse_partitions_conf, partitions_conf
+from loom.routing import subnet
+from loom.routing.subnet import TO_CA
 
 MODELS = Path(__file__).parent / "models"
 TENANTS = MODELS / "tiny-tenants.yaml"
@@ -60,13 +63,18 @@ def test_ipoib_flags_and_the_class_sl_reach_partitions_conf_and_the_qos_policy()
     assert policy.index("pkey: 0x0200") < policy.index("qos-class: 0")  # partition rules match first
 
 
-def test_pkey_tables_hold_the_default_limited_but_on_the_sm_port():
+def test_the_rendered_file_gives_each_port_its_p_keys_default_limited_but_on_the_sm_port():
+    """What OpenSM programs from the file (on ibsim: `smpquery pkeys`, tests/test_partitions_sim.py)."""
     f = load_fabric(TENANTS)
-    t = pkey_tables(f, 0, "mgmt0-hca0")
+    sn = subnet(f, 0)
+    t = intent(sn, partitions_conf(f), "mgmt0-hca0")
     assert t["mgmt0-hca0/1"] == [0x8300, 0xFFFF]
     assert t["z0-c00-hca0/1"] == [0x0200, 0x7FFF, 0x8101]
     assert t["st00-hca1/1"] == [0x7FFF, 0x8200]
-    assert pkey_tables(load_fabric(Path(__file__).parent.parent / "topology" / "tiny.yaml"), 0, "mgmt0-hca0") == {}
+    leaf = next(f"{sn.name(r)}/{c}" for r in range(sn.n) for c in range(1, sn.max_port + 1)
+                if sn.peer_kind[r, c] == TO_CA and f.ports[int(sn.peer_dev[r, c])].ca == "z0-c00-hca0")
+    assert t[leaf] == t["z0-c00-hca0/1"]  # the switch port facing it, with partition enforcement
+    assert set(map(tuple, intent(sn, None, "mgmt0-hca0").values())) == {(0xFFFF,)}  # no file: OpenSM's default
 
 
 def test_route_out_and_the_inventory_carry_the_partitions(tmp_path):

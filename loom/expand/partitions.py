@@ -1,5 +1,6 @@
 """The model's partitions over the expanded fabric: each partition's member nodes and the port
-GUIDs OpenSM's `partitions.conf` names, and the P_Key table every CA port must then hold.
+GUIDs OpenSM's `partitions.conf` names (what each port's P_Key table then holds is read from
+that file: `loom.fabrics.infiniband.pkeys.intent`).
 
 Membership is per node (`loom.model.partitions.resolve`); OpenSM grants it per port, so every
 cabled port of a member node, in the plane asked for, carries the partition.
@@ -7,7 +8,7 @@ cabled port of a member node, in the plane asked for, carries the partition.
 
 from __future__ import annotations
 
-from loom.model.partitions import DEFAULT_PKEY, Membership, NodeRecord, resolve
+from loom.model.partitions import Membership, NodeRecord, resolve
 
 from .fabric import Fabric
 
@@ -24,22 +25,3 @@ def port_members(fabric: Fabric, m: Membership, plane: int) -> list[tuple[int, s
     """(port GUID, "full" | "limited") of every port of the partition's nodes in `plane`."""
     return [(p.guid, m.members[fabric.nodes[p.node].name]) for p in fabric.ports
             if p.plane == plane and fabric.nodes[p.node].name in m.members]
-
-
-def pkey_tables(fabric: Fabric, plane: int, sm_ca: str, parts: list[Membership] | None = None) -> dict[str, list[int]]:
-    """{"<CA>/<port>": sorted P_Key entries (membership bit included)} for every CA port of the
-    plane: the default partition (full on the port of the CA `sm_ca` the SM runs on — OpenSM's
-    `SELF` — limited elsewhere) and each partition the port's node belongs to.  Empty without
-    partitions (OpenSM's own default then applies)."""
-    parts = memberships(fabric) if parts is None else parts
-    if not parts:
-        return {}
-    out = {}
-    for p in fabric.ports:
-        if p.plane != plane:
-            continue
-        name = fabric.nodes[p.node].name
-        entries = {DEFAULT_PKEY | (FULL_BIT if p.ca == sm_ca else 0)}
-        entries |= {m.pkey | (FULL_BIT if m.members[name] == "full" else 0) for m in parts if name in m.members}
-        out[f"{p.ca}/{p.port}"] = sorted(entries)
-    return out

@@ -17,11 +17,10 @@ from loom.model.partitions import Membership
 
 def host_partitions(parts: list[Membership], node: str) -> dict:
     """Ansible host_vars for `node` (empty when the model has no partitions)."""
-    mine = [m for m in parts if node in m.members]
     if not parts:
         return {}
     rows = []
-    for m in mine:
+    for m in (m for m in parts if node in m.members):
         entry = m.pkey | (FULL_BIT if m.members[node] == "full" else 0)
         rows.append({"name": m.name, "pkey": f"0x{m.pkey:04x}", "membership": m.members[node], "entry": f"0x{entry:04x}",
                      # a child interface is named after the entry it sends with (`ib0.8101`): full bit set
