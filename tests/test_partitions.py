@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -199,3 +200,24 @@ def test_partition_entries_over_many_nodes_are_refused_before_they_are_resolved(
     else:
         raise AssertionError("the model was accepted")
     assert time.monotonic() - start < 5
+
+
+def test_slurm_gets_a_partition_per_tenant_and_a_real_slurmctld_loads_them(tmp_path):
+    from . import slurmctld
+
+    res = runner.invoke(app, ["slurm", str(TENANTS), "--out", str(tmp_path / "slurm")])
+    assert res.exit_code == 0 and "tenants.conf: 2 tenant partitions" in res.output, res.output
+    text = (tmp_path / "slurm" / "tenants.conf").read_text()
+    assert "PartitionName=tenant-a Nodes=z0-c[00-08] State=UP" in text
+    assert "PartitionName=tenant-b Nodes=z1-c[00-08] State=UP" in text and "storage" not in text
+    if slurmctld.missing():
+        pytest.fail(f"Slurm missing: {slurmctld.missing()} — run `make setup`")
+    nodes = [f"z{z}-c{i:02d}" for z in (0, 1) for i in range(9)]
+    with slurmctld.slurmctld(tmp_path / "ctld", nodes, (tmp_path / "slurm" / "topology.conf").read_text(),
+                             includes={"tenants.conf": text}) as scontrol:
+        shown = scontrol("show", "partition", "tenant-b")
+    assert shown.returncode == 0 and "Nodes=z1-c[00-08]" in shown.stdout, shown.stdout + shown.stderr
+    assert not (tmp_path / "no-tenants").exists()
+    assert runner.invoke(app, ["slurm", str(Path(__file__).parent.parent / "topology" / "tiny.yaml"),
+                               "--out", str(tmp_path / "no-tenants")]).exit_code == 0
+    assert not (tmp_path / "no-tenants" / "tenants.conf").exists()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from loom.expand import Fabric
 from loom.expand.partitions import memberships
 from loom.model.hostlist import compress
-from loom.model.partitions import DEFAULT_PKEY, Membership
+from loom.model.partitions import DEFAULT_PKEY, Membership, tenants as tenant_partitions
 
 DEFAULT_NAME = "default"
 
@@ -78,11 +78,6 @@ def matrix(fabric: Fabric, parts: list[Membership] | None = None) -> Matrix | No
     return Matrix(labels, nodes, roles, grants, {DEFAULT_NAME: DEFAULT_PKEY, **{m.name: m.pkey for m in parts}})
 
 
-def _tenants(parts: list[Membership], fabric: Fabric) -> set[str]:
-    role = {n.name: n.role for n in fabric.nodes}
-    return {m.name for m in parts if m.members and all(role[n] == "compute" for n in m.members)}
-
-
 def _through(mx: Matrix, a: int, b: int, via: list[str]) -> str:
     p = via[0]
     full = mx.labels[a] if mx.grants[a][p] == "full" else mx.labels[b]
@@ -95,7 +90,7 @@ def check_partitions(fabric: Fabric) -> dict | None:
     mx = matrix(fabric, parts)
     if mx is None:
         return None
-    tenants = _tenants(parts, fabric)
+    tenants = {m.name for m in tenant_partitions(parts, {n.name: n.role for n in fabric.nodes})}
     n = len(mx.labels)
     idx = range(n)
     tenant_of = [sorted(p for p in mx.grants[i] if p in tenants) for i in idx]

@@ -89,6 +89,12 @@ def resolve(partitions: Iterable[Partition], nodes: list[NodeRecord]) -> list[Me
     return out
 
 
+def tenants(parts: list[Membership], role_of: dict[str, str]) -> list[Membership]:
+    """The tenant partitions: those whose members are all compute nodes (a training tenant's
+    nodes), as opposed to storage, management or mixed partitions every tenant shares."""
+    return [m for m in parts if m.members and all(role_of[n] == "compute" for n in m.members)]
+
+
 def partition_problems(model: Model, nodes: list[NodeRecord]) -> Iterator[tuple[tuple, str, str]]:
     """(YAML location, message, fix) for every way `partitions:` is wrong."""
     parts = model.partitions
