@@ -207,3 +207,26 @@ def test_fire_flyer_tenants_end_to_end(tmp_path, monkeypatch):
         assert code == 0 and "No changes" in out and "P_Keys" in out, out
     finally:
         loom("sim", "down", "--force", FF2)
+
+
+@pytest.mark.slow
+def test_partitions_over_ssh_reach_every_sm_host_and_are_read_back(tmp_path, monkeypatch):
+    """The SSH target (a master and a standby behind sshd): the file lands on both hosts, named in
+    Loom's options block, and the P_Key tables are read back through the master's port."""
+    from .sshfabric import SmPair, tools_missing as ssh_missing
+
+    if ssh_missing() + tools_missing():
+        pytest.fail(f"missing {ssh_missing() + tools_missing()} — run `make setup`")
+    monkeypatch.setenv("LOOM_SSH_STATE_DIR", str(tmp_path / "ssh-state"))
+    with SmPair(load_fabric(TENANTS), tmp_path / "ssh", ("mgmt0", "st00")) as pair:
+        target = ["--target", "ssh", "--inventory", str(pair.inventory), "--ssh-config", str(pair.ssh_config)]
+        code, out = loom("plan", TENANTS, "--out", str(tmp_path / "p.json"), *target)
+        assert code == 2 and "partitions.conf changes; 54 ports" in out, out
+        code, out = loom("apply", str(tmp_path / "p.json"))
+        assert code == 0 and "P_Keys verified on 54 ports" in out, out
+        want = read_plan(tmp_path / "p.json")["partitions"]["desired_conf"]
+        for h in pair.hosts:
+            assert Path(h.paths.partitions).read_text() == want
+            assert f"partition_config_file {h.paths.partitions}\n" in Path(h.paths.conf).read_text()
+        code, out = loom("plan", TENANTS, *target)
+        assert code == 0 and "No changes" in out and "P_Keys" in out, out

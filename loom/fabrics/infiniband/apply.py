@@ -218,7 +218,7 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
                            phases, change.entries)
 
     record = {**record, "in_service": change.in_service, "restore_conf": change.restore_conf,
-              "partitions_saved": "partitions" in previous, "pkeys_verified": change.pkeys is not None,
+              "partitions_saved": "partitions" in change.files, "pkeys_verified": change.pkeys is not None,
               "pkeys_removed": change.pkeys is not None and change.pkeys["partitions"] is None}
     texts = {**texts, **{f"previous_{k}": v for k, v in previous.items()}}
     return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases, texts)
