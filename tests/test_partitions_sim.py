@@ -230,3 +230,37 @@ def test_partitions_over_ssh_reach_every_sm_host_and_are_read_back(tmp_path, mon
             assert f"partition_config_file {h.paths.partitions}\n" in Path(h.paths.conf).read_text()
         code, out = loom("plan", TENANTS, *target)
         assert code == 0 and "No changes" in out and "P_Keys" in out, out
+
+
+def test_a_breach_is_never_pushed_by_plan_nor_by_a_tampered_plan(tenants_up, tmp_path):
+    import json
+
+    from loom.push.planfile import content_digest
+
+    d = tenants_up
+    text = Path(TENANTS).read_text()
+    breach = tmp_path / "tiny-tenants.yaml"
+    limited = "      - {role: compute, membership: limited}\n"
+    breach.write_text(text.replace(limited, limited + "      - {nodes: z0-c03, membership: full}\n"))
+    code, out = loom("plan", str(breach))
+    assert code == 1 and "fail isolation: z0-c03 (tenant-a) can reach z1-c[00-08] (tenant-b)" in out, out
+    # a plan of the sound model whose partitions file is swapped for the breach's, digests recomputed
+    code, _ = loom("plan", TENANTS, "--out", str(tmp_path / "p.json"))
+    assert code == 2
+    plan = read_plan(tmp_path / "p.json")
+    bad = plan["partitions"]["desired_conf"].replace("0x0002c90100000041=limited", "0x0002c90100000041=full")
+    assert bad != plan["partitions"]["desired_conf"]
+    p = {**plan, "partitions": {**plan["partitions"], "desired_conf": bad}}
+    (tmp_path / "p.json").write_text(json.dumps({**p, "plan_sha256": content_digest(p)}))
+    code, out = loom("apply", str(tmp_path / "p.json"))
+    assert code == 1 and "its partitions differ from what" in out, out
+    # a plan of the breach itself (made by a plan that did not check), refused by apply's re-check
+    from loom.fabrics.infiniband import pkeys
+
+    with pytest.MonkeyPatch.context() as unchecked:
+        unchecked.setattr(pkeys, "refusal", lambda fabric: None)
+        code, _ = loom("plan", str(breach), "--out", str(tmp_path / "b.json"))
+    assert code == 2
+    code, out = loom("apply", str(tmp_path / "b.json"))
+    assert code == 1 and "fails partition isolation (z0-c03 (tenant-a) can reach" in out, out
+    assert not d.partitions_file.exists()  # nothing written

@@ -83,12 +83,41 @@ def mismatches(readback: dict[str, list[int]], want: dict[str, list[int]]) -> li
             for port, entries in want.items() if readback.get(port) != entries]
 
 
+def refusal(fabric: Fabric) -> str | None:
+    """Why the model's partitions must not be pushed: the first way they break the isolation
+    intent (`loom.checks.partitions`), as routing that fails a check is never pushed."""
+    from loom.checks.partitions import check_partitions
+
+    report = check_partitions(fabric)
+    return report["problems"][0] if report and not report["ok"] else None
+
+
+def check_planned(plan: dict, fabric: Fabric, where: str) -> None:
+    """`loom apply`'s re-check: the partitions file a plan carries is the model's, and the model's
+    partitions hold the intent; PlanError otherwise (nothing is written)."""
+    from loom.push.errors import PlanError
+
+    p = plan.get("partitions") or {}
+    if not p.get("managed"):
+        return
+    if p.get("desired_conf") != partitions_conf(fabric, 0):
+        raise PlanError(f"{where}: its partitions differ from what {plan['model']} gives; run `loom plan` again")
+    why = refusal(fabric)
+    if why:
+        raise PlanError(f"{where} fails partition isolation ({why}): refusing to push it; run `loom check`")
+
+
 def plan_partitions(fabric: Fabric, sn: Subnet, target: Target, previous: str | None) -> dict:
     """The plan's `partitions`: the file OpenSM must read, the one it reads now, and the P_Key
     tables read back against the desired file.  Loom manages the file once a model has
     partitions: a model without them, on a target loom never pushed partitions to, leaves the
     site's file (or its absence) alone and reads nothing back; after loom pushed some, a model
     without them removes the file (every port back to OpenSM's default)."""
+    from loom.push.errors import PlanError
+
+    why = refusal(fabric)
+    if why:
+        raise PlanError(f"the partitions of {fabric.name} fail isolation: {why}; run `loom check` for the matrix")
     model_conf = partitions_conf(fabric, sn.plane)
     last = target.dir / LAST_APPLIED
     managed = model_conf is not None or last.exists()
