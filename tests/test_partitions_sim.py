@@ -264,3 +264,21 @@ def test_a_breach_is_never_pushed_by_plan_nor_by_a_tampered_plan(tenants_up, tmp
     code, out = loom("apply", str(tmp_path / "b.json"))
     assert code == 1 and "fails partition isolation (z0-c03 (tenant-a) can reach" in out, out
     assert not d.partitions_file.exists()  # nothing written
+
+
+def test_terraform_loom_routing_carries_the_partitions(tenants_up, tmp_path):
+    """`loom_routing` (`loom tf routing`) plans and applies the partitions with the tables: its
+    summary names them and its desired digest covers the partitions file."""
+    import json
+
+    from .simfabric import runner
+    from loom.cli import app
+
+    r = runner.invoke(app, ["tf", "routing", TENANTS])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 2 and "partitions: partitions.conf changes, 54 ports hold other P_Keys" in doc["summary"]
+    r = runner.invoke(app, ["tf", "routing", TENANTS, "--apply", "--expect", doc["desired_sha256"]])
+    assert r.exit_code == 0 and json.loads(r.stdout)["in_sync"], r.output
+    assert tenants_up.partitions_file.exists()
+    again = runner.invoke(app, ["tf", "routing", TENANTS])
+    assert again.exit_code == 0 and json.loads(again.stdout)["desired_sha256"] == doc["desired_sha256"]
