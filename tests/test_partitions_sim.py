@@ -117,6 +117,17 @@ def test_a_p_key_table_edited_on_one_port_is_drift_and_apply_repairs_it(tenants_
     assert loom("plan", TENANTS)[0] == 0
 
 
+def test_a_node_cut_off_by_a_pulled_cable_is_not_a_p_key_change(tenants_up, tmp_path):
+    """The fabric as it stands: z0-c00's only cable is pulled, so its port cannot be asked; the
+    other 52 tables still hold what loom applied, and the plan says so."""
+    _apply(TENANTS, tmp_path)
+    assert loom("sim", "link", "down", TENANTS, "z0-leaf0/1")[0] == 0
+    code, out = loom("plan", TENANTS, "--out", str(tmp_path / "cut.json"))
+    plan = read_plan(tmp_path / "cut.json")
+    assert plan["partitions"]["ports_differing"] == 0 and not plan["partitions"]["conf_changes"], out
+    assert plan["partitions"]["drift"] is None
+
+
 def test_moving_a_node_between_tenants_touches_only_its_ports(tenants_up, tmp_path):
     """The runbook of docs/partitions.md: z0-c08 leaves tenant-a for tenant-b by name."""
     d = tenants_up

@@ -74,13 +74,14 @@ def digest(readback: dict) -> str:
 
 
 def mismatches(readback: dict[str, list[int]], want: dict[str, list[int]]) -> list[str]:
-    """Ports whose P_Key table holds other entries than the intent (a port missing from the
-    read-back is one: it did not answer)."""
+    """Ports read back whose P_Key table holds other entries than the intent.  Only what was
+    read is judged: a port cut off from the SM (its cable down) is not asked, and one that was
+    asked and did not answer failed the read-back already (`Target.smp`)."""
     def fmt(entries):
         return "[" + " ".join(f"0x{x:04x}" for x in entries) + "]"
 
-    return [f"{port}: P_Keys {fmt(readback.get(port, []))} instead of {fmt(entries)}"
-            for port, entries in want.items() if readback.get(port) != entries]
+    return [f"{port}: P_Keys {fmt(got)} instead of {fmt(want.get(port, []))}"
+            for port, got in readback.items() if got != want.get(port)]
 
 
 def refusal(fabric: Fabric) -> str | None:
