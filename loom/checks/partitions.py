@@ -3,8 +3,8 @@
 Two nodes can talk when they share a P_Key and at least one of them is a full member there
 (the InfiniBand rule, which the SA applies to path queries and the HCAs to every packet).  Nodes
 with the same memberships behave alike, so the matrix is over *classes* of nodes (a class per
-distinct set of memberships, the default partition included), not over node pairs: a few rows
-even on a fabric of thousands.
+role and distinct set of memberships, the default partition included), not over node pairs: a
+few rows even on a fabric of thousands.
 
 The intent, independent of how the partitions are written:
 - tenants isolated: two compute nodes that share no tenant partition (one whose members are
@@ -36,7 +36,7 @@ class Matrix:
 
     labels: list[str]  # a class's name: its nodes as a hostlist
     nodes: list[list[str]]  # each class's nodes
-    roles: list[str]  # each class's role ("mixed" if several)
+    roles: list[str]  # each class's role (a class holds one role: the intent is about roles)
     grants: list[dict[str, str]]  # each class's memberships: partition name → full | limited
     pkeys: dict[str, int]  # partition name → P_Key
 
@@ -66,15 +66,15 @@ def matrix(fabric: Fabric, parts: list[Membership] | None = None) -> Matrix | No
     for n in fabric.nodes:
         grant = {DEFAULT_NAME: "full" if n.name == sm else "limited"}
         grant.update({m.name: m.members[n.name] for m in parts if n.name in m.members})
-        classes[tuple(sorted(grant.items()))].append(n)
+        classes[(n.role, tuple(sorted(grant.items())))].append(n)
     labels, nodes, roles, grants = [], [], [], []
     for key, members in sorted(classes.items(), key=lambda kv: kv[1][0].index):
         names = [n.name for n in members]
         label = compress(names)
         labels.append(label if len(label) <= 60 else f"{label[:50]}… ({len(names)} nodes)")
         nodes.append(names)
-        roles.append(members[0].role if len({n.role for n in members}) == 1 else "mixed")
-        grants.append(dict(key))
+        roles.append(key[0])
+        grants.append(dict(key[1]))
     return Matrix(labels, nodes, roles, grants, {DEFAULT_NAME: DEFAULT_PKEY, **{m.name: m.pkey for m in parts}})
 
 
