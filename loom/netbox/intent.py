@@ -97,9 +97,12 @@ def intent(fabric: Fabric, plan: list[Cable] | None, *, installed: bool = False)
         out["roles"][role] = {"name": role, "slug": role, "color": ROLE_COLOURS.get(role, "95a5a6"), "tags": tag}
     _cables(fabric, plan, out, installed, tag)
     if fabric.model.partitions:
-        from .partitions import add_partitions
+        from .partitions import partition_tags
 
-        add_partitions(fabric, out, tag)
+        tags, held = partition_tags(fabric)
+        out["tags"] |= tags
+        for node, slugs in held.items():
+            out["devices"][node]["tags"] = tag + [Ref("tags", s) for s in slugs]
     if fabric.technology == "ethernet":
         _ipam(fabric, out, tag)
     return out

@@ -14,8 +14,6 @@ from __future__ import annotations
 from loom.expand import Fabric
 from loom.expand.partitions import memberships
 
-from .intent import Ref
-
 PREFIX = "loom-pkey-"
 COLOUR = {"full": "3c9d4e", "limited": "95a5a6"}
 
@@ -24,24 +22,28 @@ def tag_slug(pkey: int, membership: str) -> str:
     return f"{PREFIX}{pkey:04x}-{membership}"
 
 
-def add_partitions(fabric: Fabric, out: dict, tag: list) -> None:
-    """The partition tags (`out["tags"]`) and each member device's share of them."""
+def partition_tags(fabric: Fabric) -> tuple[dict[str, dict], dict[str, list[str]]]:
+    """The partition tags ({slug: fields}) and each member device's share of them ({node: slugs})."""
+    tags: dict[str, dict] = {}
+    devices: dict[str, list[str]] = {}
     for m in memberships(fabric):
         for node, how in m.members.items():
             slug = tag_slug(m.pkey, how)
-            out["tags"].setdefault(slug, {"name": f"P_Key 0x{m.pkey:04x} {m.name} {how}", "slug": slug,
-                                          "color": COLOUR[how], "description": f"{fabric.name}: {how} members of "
-                                          f"partition {m.name} (P_Key 0x{m.pkey:04x}), set by Loom"})
-            out["devices"][node]["tags"] = out["devices"][node]["tags"] + [Ref("tags", slug)]
+            tags.setdefault(slug, {"name": f"P_Key 0x{m.pkey:04x} {m.name} {how}", "slug": slug, "color": COLOUR[how],
+                                   "description": f"{fabric.name}: {how} members of partition {m.name} "
+                                   f"(P_Key 0x{m.pkey:04x}), set by Loom"})
+            devices.setdefault(node, []).append(slug)
+    return tags, devices
 
 
 def tag_changes(kind: str, want: dict, have: dict) -> dict:
     """A device whose partition tags differ: {"tags": (its tags, its other tags + the model's
-    partition tags)}; other tags are kept as they are (slugs), never Loom's to change."""
+    partition tags)}; other tags are kept as they are (slugs), never Loom's to change.  The
+    model's tags are the intent's references (`Ref`), so an apply creates them first."""
     if kind != "devices":
         return {}
     held = [t.get("slug") for t in have.get("tags") or []]
-    mine = sorted(r.key for r in want.get("tags", []) if r.key.startswith(PREFIX))
-    if sorted(s for s in held if s and s.startswith(PREFIX)) == mine:
+    mine = sorted((r for r in want.get("tags", []) if r.key.startswith(PREFIX)), key=lambda r: r.key)
+    if sorted(s for s in held if s and s.startswith(PREFIX)) == [r.key for r in mine]:
         return {}
-    return {"tags": (held, [s for s in held if s and not s.startswith(PREFIX)] + [Ref("tags", s) for s in mine])}
+    return {"tags": (held, [s for s in held if s and not s.startswith(PREFIX)] + mine)}
