@@ -50,13 +50,16 @@ def slurm_conf(d: Path, nodes: list[str]) -> str:
 
 
 @contextmanager
-def slurmctld(d: Path, nodes: list[str], topology_conf: str, timeout: float = 90.0):
-    """Start slurmctld on a generated slurm.conf (with `topology_conf` beside it) and yield a
-    function running scontrol against it; SIGTERM (then SIGKILL) when the block ends."""
+def slurmctld(d: Path, nodes: list[str], topology_conf: str, timeout: float = 90.0, includes: dict[str, str] | None = None):
+    """Start slurmctld on a generated slurm.conf (with `topology_conf` beside it, and the files
+    `includes` names written beside it and included) and yield a function running scontrol
+    against it; SIGTERM (then SIGKILL) when the block ends."""
     (d / "state").mkdir(parents=True)
     (d / "spool").mkdir()
     conf = d / "slurm.conf"
-    conf.write_text(slurm_conf(d, nodes))
+    for name, text in (includes or {}).items():
+        (d / name).write_text(text)
+    conf.write_text(slurm_conf(d, nodes) + "".join(f"Include {d / name}\n" for name in includes or {}))
     (d / "topology.conf").write_text(topology_conf)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     log = open(d / "slurmctld.out", "w")

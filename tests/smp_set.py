@@ -1,15 +1,16 @@
 """Drift planted directly on a switch, behind OpenSM's back: one LFT entry or one port's VLArb
 weight set by SMP (libibmad smp_set_via), as a person with `ibsim`/MAD access would.
 
-Run with the simulator's environment: `python tests/smp_set.py lft PATH LID PORT` or
-`python tests/smp_set.py vlarb PATH OUTPORT VL WEIGHT` (PATH: directed route "0,1,2")."""
+Run with the simulator's environment: `python tests/smp_set.py lft PATH LID PORT`,
+`python tests/smp_set.py vlarb PATH OUTPORT VL WEIGHT` or `python tests/smp_set.py pkey PATH
+PORT INDEX VALUE` (one P_Key table entry; PORT 0 for a CA) (PATH: directed route "0,1,2")."""
 
 from __future__ import annotations
 
 import ctypes
 import sys
 
-from loom.fabrics.infiniband.madquery import ATTR_VLARB, TIMEOUT_MS, Mad, PortId
+from loom.fabrics.infiniband.madquery import ATTR_PKEYS, ATTR_VLARB, TIMEOUT_MS, Mad, PortId
 
 ATTR_LFT = 0x19
 
@@ -33,7 +34,11 @@ def set_block(mad: Mad, path: str, attr: int, mod: int, edit) -> None:
 
 def main(argv: list[str]) -> None:
     mad = Mad()
-    if argv[0] == "lft":
+    if argv[0] == "pkey":
+        path, port, index, value = argv[1], int(argv[2]), int(argv[3]), int(argv[4], 16)
+        set_block(mad, path, ATTR_PKEYS, port << 16, lambda b: b.__setitem__(slice(2 * index, 2 * index + 2),
+                                                                               value.to_bytes(2, "big")))
+    elif argv[0] == "lft":
         path, lid, port = argv[1], int(argv[2]), int(argv[3])
         set_block(mad, path, ATTR_LFT, lid // 64, lambda b: b.__setitem__(lid % 64, bytes([port])))
     else:

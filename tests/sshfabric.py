@@ -75,7 +75,7 @@ class SmHostRun:
     def paths(self) -> SmPaths:
         r = str(self.root)
         return SmPaths(conf=f"{r}/opensm.conf", lfts=f"{r}/loom-lfts.dump", cache_dir=r, log=f"{r}/opensm.log",
-                       pidfile=f"{r}/opensm.pid")
+                       pidfile=f"{r}/opensm.pid", partitions=f"{r}/partitions.conf")
 
 
 @dataclass
@@ -142,7 +142,8 @@ class SmPair(Started):
         for h in self.hosts:
             p = h.paths
             hosts[h.name] = {"loom_sm_priority": h.priority, "opensm_conf_path": p.conf, "opensm_lfts_path": p.lfts,
-                             "opensm_cache_dir": p.cache_dir, "opensm_log_path": p.log, "opensm_pidfile": p.pidfile}
+                             "opensm_cache_dir": p.cache_dir, "opensm_log_path": p.log, "opensm_pidfile": p.pidfile,
+                             "opensm_partitions_path": p.partitions}
         self.inventory.mkdir(exist_ok=True)
         (self.inventory / "hosts.yml").write_text(yaml.safe_dump(
             {"all": {"children": {"subnet_managers": {"hosts": hosts}}}}))

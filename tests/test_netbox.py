@@ -267,3 +267,26 @@ def test_reads_are_retried_and_writes_are_not(monkeypatch):
         with pytest.raises(NetBoxError, match="unreachable"):
             c.call(lambda: c.api.http_session.post(srv.url + "/api/dcim/sites/", json={}), what="create a site")
         assert [r.split()[0] for r in srv.requests] == ["POST"] and pauses == [1.0]
+
+
+def test_partitions_are_tags_on_their_member_devices_kept_apart_from_the_sites_tags():
+    from loom.netbox.intent import Ref
+
+    f = load_fabric(ROOT / "tests/models/tiny-tenants.yaml", as_built=False)
+    want = intent(f, None)
+    assert want["tags"]["loom-pkey-0101-full"]["name"] == "P_Key 0x0101 tenant-a full"
+    assert [r.key for r in want["devices"]["z0-c00"]["tags"]] == [TAG, "loom-pkey-0101-full", "loom-pkey-0200-limited"]
+    assert [r.key for r in want["devices"]["st00"]["tags"]] == [TAG, "loom-pkey-0200-full"]
+    assert [r.key for r in want["devices"]["z0-leaf0"]["tags"]] == [TAG]
+    st = _state_of(want)
+    for name, d in want["devices"].items():  # NetBox holds the tags the intent gives
+        st.objects["devices"][name]["tags"] = [{"id": 1, "slug": r.key} for r in d["tags"]]
+    assert compare(want, st, f.name) == ([], [])
+    # drift: someone took z0-c00 out of tenant-a in NetBox and gave it a tag of the site's own
+    st.objects["devices"]["z0-c00"]["tags"] = [{"id": 1, "slug": TAG}, {"id": 7, "slug": "rack-a-hot"},
+                                               {"id": 8, "slug": "loom-pkey-0200-limited"}]
+    (change,), _ = compare(want, st, f.name)
+    have, new = change.want["tags"]
+    assert (change.kind, change.key, change.action) == ("devices", "z0-c00", "update")
+    assert have == [TAG, "rack-a-hot", "loom-pkey-0200-limited"]
+    assert new == [TAG, "rack-a-hot", Ref("tags", "loom-pkey-0101-full"), Ref("tags", "loom-pkey-0200-limited")]

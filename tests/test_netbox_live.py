@@ -149,3 +149,33 @@ def test_acceptance_on_a_live_netbox(netbox, model):
     assert code == 2 and {(c["kind"], c["key"]) for c in p["changes"] if c["action"] == "delete"} >= {("devices", "z0-c09")}
     assert loom(netbox, "netbox", "apply", model)[0] == 0
     assert nb.dcim.devices.get(name="z0-c09") is None and nb.dcim.sites.get(hand.id) is not None
+
+
+def test_partitions_are_device_tags_on_a_live_netbox(netbox, tmp_path):
+    """tiny-tenants (its own site): each member device carries its partition tags; a node moved
+    between tenants is one device's tags changed, and a tag of the site's own on it is kept."""
+    nb = api(netbox)
+    text = (ROOT / "tests/models/tiny-tenants.yaml").read_text()
+    m = tmp_path / "tiny-tenants.yaml"
+    m.write_text(text)
+    code, out = loom(netbox, "netbox", "apply", m)
+    assert code == 0, out
+    site = nb.dcim.sites.get(slug="tiny-tenants")
+    dev = nb.dcim.devices.get(name="z0-c08", site_id=site.id)
+    assert sorted(t.slug for t in dev.tags) == ["loom", "loom-pkey-0101-full", "loom-pkey-0200-limited"]
+    assert nb.dcim.devices.count(site_id=site.id, tag="loom-pkey-0102-full") == 9
+    assert nb.dcim.devices.count(site_id=site.id, tag="loom-pkey-0200-full") == 4
+    assert plan_json(netbox, m)[0] == 0
+    nb.extras.tags.create(name="hot aisle", slug="hot-aisle")
+    nb.dcim.devices.update([{"id": dev.id, "tags": [{"slug": t.slug} for t in dev.tags] + [{"slug": "hot-aisle"}]}])
+    m.write_text(text.replace("members: [{zone: z0, role: compute, membership: full}]",
+                              'members: [{nodes: "z0-c[00-07]", membership: full}]').replace(
+        "members: [{zone: z1, role: compute, membership: full}]",
+        'members: [{zone: z1, role: compute, membership: full}, {nodes: z0-c08, membership: full}]'))
+    code, p = plan_json(netbox, m)
+    assert code == 2 and [(c["kind"], c["key"], c["action"]) for c in p["changes"]] == [("devices", "z0-c08", "update")]
+    code, out = loom(netbox, "netbox", "apply", m)
+    assert code == 0, out
+    dev = nb.dcim.devices.get(name="z0-c08", site_id=site.id)
+    assert sorted(t.slug for t in dev.tags) == ["hot-aisle", "loom", "loom-pkey-0102-full", "loom-pkey-0200-limited"]
+    assert plan_json(netbox, m)[0] == 0

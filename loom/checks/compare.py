@@ -33,6 +33,7 @@ from loom.routing.base import NO_ROUTE, Tables
 
 from . import EBB_SAMPLES, check_tables
 from .balance import group_figures
+from .partitions import talk_changes
 from .paths import Walk
 
 
@@ -162,6 +163,11 @@ def compare(base: Side, head: Side, tolerance: int = 0, design_bound: bool = Fal
     out["routing"] = routing
     out["bound"] = "design" if design_bound else "as-built"
     out["technology"] = head.fabric.technology
+    talk = talk_changes(base.fabric, head.fabric)
+    if talk is not None:  # who can talk to whom through the partitions: a verdict of its own
+        out["who_can_talk"] = talk
+        if talk["intent_base"] is not False and talk["intent_head"] is False:
+            regressions.append("partition intent held on base and fails on head: " + talk["problems_head"][0])
     if head.fabric.technology == "ethernet" and base.routed and head.routed:
         from loom.render.roce_diff import config_changes
 
@@ -170,7 +176,7 @@ def compare(base: Side, head: Side, tolerance: int = 0, design_bound: bool = Fal
     # does not pin the reference tables' choices, so entries moving between up-links are no change
     switch_changes = out["configs"]["lines_changed"] if "configs" in out else routing["per_switch"]
     out["changed"] = bool(switch_changes or routing["entries_added"] or routing["entries_removed"] or any(cables.values())
-                          or out["host_settings_changed"])
+                          or out["host_settings_changed"] or (talk is not None and talk["changed"]))
     out["growth"] = bool(cables["added"]) and not cables["removed"] and not cables["moved"] and \
         not routing["destinations_moved"] and not routing["destinations_rerouted"] and not routing["destinations_removed"]
     out["regressions"] = regressions

@@ -26,7 +26,8 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
               engine: str = ENGINE_OPT) -> None:
     """Compute LFTs; write DIR/lfts.dump (OpenSM -U format), DIR/guid2lid, DIR/topology.net (the
     fabric as it stands, in the ibnetdiscover/ibsim format), DIR/qos-policy.conf (OpenSM -Y, when
-    cross-zone traffic needs its own VLs) and DIR/summary.json.
+    cross-zone traffic needs its own VLs or partitions ride a traffic class), DIR/partitions.conf
+    (OpenSM -P, when the model has partitions) and DIR/summary.json.
 
     Exit 0 written; 1 invalid model or no engine routes it; 2 usage error."""
     import hashlib

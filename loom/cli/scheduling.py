@@ -16,12 +16,14 @@ def slurm_cmd(model: Path = MODEL_ARG,
               out_dir: Path | None = typer.Option(None, "--out", metavar="DIR", help="directory (default: out/<fabric>/slurm)")) -> None:
     """Write DIR/topology.conf (topology/tree: leaves with their nodes, pods, zones) and
     DIR/topology.yaml (Slurm 25.05+: a `tree` and a `block` topology), from the model and its
-    lock file, before a single cable exists.  Both are checked against Slurm's format first;
-    nothing is written if they fail.
+    lock file, before a single cable exists, and DIR/tenants.conf (a Slurm partition per
+    tenant partition) when the model has tenants.  The topologies are checked against Slurm's
+    format first; nothing is written if they fail.
 
     Exit 0 written; 1 an invalid model or topology; 2 usage error."""
     from loom.checks.slurm import check_topology_yaml
     from loom.render.slurm import SlurmError, slurm_topology, topology_conf, topology_yaml
+    from loom.render.slurm_tenants import tenants_conf
 
     fabric = load_model(model)
     try:
@@ -42,10 +44,14 @@ def slurm_cmd(model: Path = MODEL_ARG,
     out_dir = out_dir or Path("out") / fabric.name / "slurm"
     write_under(out_dir, "topology.conf", conf)
     write_under(out_dir, "topology.yaml", text)
+    tenants = tenants_conf(fabric, scheduled)
+    if tenants:
+        write_under(out_dir, "tenants.conf", tenants)
     leaves = sum(1 for s in t.switches if s.nodes)
     out.print(f"wrote {out_dir}/topology.conf and topology.yaml: {len(t.switches)} switches ({leaves} with nodes), "
               f"{len(scheduled)} nodes, {len(t.blocks)} blocks of sizes {list(t.block_sizes)}; "
-              f"{len(t.left_out)} nodes left out (roles outside slurm.roles / slurm.own_switch)",
+              f"{len(t.left_out)} nodes left out (roles outside slurm.roles / slurm.own_switch)"
+              + (f"; tenants.conf: {tenants.count('PartitionName=')} tenant partitions" if tenants else ""),
               highlight=False, markup=False)
 
 

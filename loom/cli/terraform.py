@@ -142,7 +142,8 @@ def routing_cmd(model: Path = MODEL_ARG, target: str = typer.Option("sim", "--ta
 
 
 def _routing_doc(p: dict, pending: bool) -> dict:
-    """The `loom_routing` resource's document: an LFT plan's changes, digests and drift."""
+    """The `loom_routing` resource's document: an LFT plan's changes (routing, QoS, partitions),
+    digests and drift."""
     c, q = p["changes"], p["qos"]
     parts = []
     if c["entries_changed"]:
@@ -150,14 +151,20 @@ def _routing_doc(p: dict, pending: bool) -> dict:
                      f"{len(c['destinations_moved'])} destinations move")
     if q["conf_changes"] or q["ports_differing"]:
         parts.append(f"QoS: {'OpenSM options change, ' if q['conf_changes'] else ''}{q['ports_differing']} ports differ")
+    pk = p.get("partitions") or {}
+    if pk.get("conf_changes") or pk.get("ports_differing"):
+        parts.append(f"partitions: {'partitions.conf changes, ' if pk['conf_changes'] else ''}"
+                     f"{pk['ports_differing']} ports hold other P_Keys")
     if p.get("standbys_differing"):
         parts.append(f"{len(p['standbys_differing'])} standbys differ")
     if p["drift"]:
         parts.append(f"drift: {p['drift']}")
     return {"kind": "routing", "fabric": p["fabric"], "model": p["model"], "target": p["target"]["kind"],
             "changes_pending": pending, "in_sync": not pending,
-            # the routing and QoS intent (not the live state): equal plans of one model give equal digests
-            "desired_sha256": _digest([p["desired_sha256"], q["desired_conf"]]),
+            # the routing, QoS and partitions intent (not the live state): equal plans of one model give equal
+            # digests (a fabric whose partitions loom does not manage keeps the digest it had before them)
+            "desired_sha256": _digest([p["desired_sha256"], q["desired_conf"]]
+                                      + ([pk["desired_conf"] or ""] if pk.get("managed") else [])),
             "live_sha256": p["live_sha256"], "drift": p["drift"],
             "changes": {k: c[k] for k in ("entries_changed", "switches_touched", "per_switch")},
             "destinations_moved": len(c["destinations_moved"]),

@@ -55,9 +55,9 @@ def _shown(expr: str) -> str:
     return repr(expr if len(expr) <= 60 else expr[:57] + "...")
 
 
-def expand(expr: str) -> list[str]:
+def expand(expr: str, limit: int = MAX_EXPANSION) -> list[str]:
     """The names of an expression (`a[1-3],b7`); HostlistError on anything malformed, or on
-    one that stands for more than MAX_EXPANSION names or MAX_CHARS characters."""
+    one that stands for more than `limit` names or MAX_CHARS characters."""
     out: list[str] = []
     chars = 0
     pos = 0
@@ -78,9 +78,9 @@ def expand(expr: str) -> list[str]:
                                         f"{MAX_DIGITS} digits)")
                 a, b = int(lo), int(hi or lo)
                 width = len(prefix) + len(suffix) + max(len(lo), len(str(b)))
-                if b < a or len(out) + b - a >= MAX_EXPANSION or chars + (b - a + 1) * width > MAX_CHARS:
+                if b < a or len(out) + b - a >= limit or chars + (b - a + 1) * width > MAX_CHARS:
                     raise HostlistError(f"bad range {_shown(part)} in the hostlist {_shown(expr)} (at most "
-                                        f"{MAX_EXPANSION:,} names, {MAX_CHARS // 1_000_000} MB of names)")
+                                        f"{limit:,} names, {MAX_CHARS // 1_000_000} MB of names)")
                 out += [f"{prefix}{i:0{len(lo)}d}{suffix}" for i in range(a, b + 1)]
                 chars += (b - a + 1) * width
         pos = m.end()

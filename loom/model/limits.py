@@ -34,6 +34,9 @@ MAX_CABLES = 1_048_576
 #: the LID limit of 64-port switches (3,520 switches × 43,457 LIDs, `bench/models/lid-limit-40k.yaml`)
 #: fits; the checks hold a few bytes per cell.
 MAX_LFT_CELLS = 1 << 28
+#: Partition member entries × nodes: each entry selects among every node (`loom.model.partitions`),
+#: so this bounds the resolution (Fire-Flyer 2's five entries over 1,404 nodes are 7,020).
+MAX_PARTITION_WORK = 1 << 22
 
 GROUP_FIELDS = {"group": "g", "index": 0, "zone": "z"}
 SWITCH_FIELDS = {"zone": "z", "plane": 0, "pod": None, "index": 0, "part": "upper"}
@@ -165,7 +168,16 @@ def rack_units(model: Model) -> Iterator[Finding]:
                           f"{lay.rack_units}U network rack", "lower layout.switches_per_network_rack or the height")
 
 
-LIMITS = (switch_ports, fabric_size, patterns, asns, pools, rack_units)
+def partition_entries(model: Model) -> Iterator[Finding]:
+    entries = sum(len(p.members) for p in model.partitions)
+    nodes = sum(g.count for g in model.node_groups)
+    if entries * nodes > MAX_PARTITION_WORK:
+        yield Finding(("partitions",), f"{entries} partition member entries over {nodes} nodes is more than Loom's "
+                      f"limit of {MAX_PARTITION_WORK} (entries × nodes)",
+                      "select members by role, group or zone, or name many nodes in one hostlist, not node by node")
+
+
+LIMITS = (switch_ports, fabric_size, patterns, asns, pools, rack_units, partition_entries)
 
 
 def check_limits(model: Model) -> list[Finding]:

@@ -570,7 +570,21 @@ def slurm(model: Model) -> Iterator[Finding]:
             yield Finding(("slurm", "block_sizes"), p, "give the base block size first, then 2×, 4×, ... of it, e.g. [16, 32, 64]")
 
 
-RULES = (unique_names, references, technology, switch_ports, homing, leaf_counts, speeds, inter_zone, cross_zone_vls, zone_ports, node_names, pins, missing_links, qos, addressing, slurm)
+def partitions(model: Model) -> Iterator[Finding]:
+    """`partitions:` (`loom.model.partitions`), over the model's node names."""
+    if not model.partitions:
+        return
+    from .partitions import NodeRecord, partition_problems
+
+    try:
+        nodes = [NodeRecord(node_name(g, k), g.name, g.role, tuple(g.zones)) for g in model.node_groups for k in range(g.count)]
+    except (KeyError, IndexError, ValueError):
+        return  # a bad name pattern, reported by `node_names`
+    yield from (Finding(*p) for p in partition_problems(model, nodes))
+
+
+RULES = (unique_names, references, technology, switch_ports, homing, leaf_counts, speeds, inter_zone, cross_zone_vls,
+         zone_ports, node_names, pins, missing_links, qos, addressing, slurm, partitions)
 
 
 def check_rules(model: Model) -> list[Finding]:

@@ -8,9 +8,10 @@ live in `loom.model.rules`, so each rule can name the exact field it is about.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from .names import EnvVar, Name
 
@@ -326,6 +327,49 @@ class Qos(Strict):
                           "served by a strict-priority queue of their own")
 
 
+# ------------------------------------------------------------------------------- partitions
+
+
+def _pkey(value):
+    """A P_Key written as a number or as hex text ("0x0101"): YAML reads 0x0101 as a number
+    already, a quoted one arrives as text."""
+    if isinstance(value, str) and re.fullmatch(r"0[xX][0-9a-fA-F]{1,4}", value.strip()):
+        return int(value.strip(), 16)
+    return value
+
+
+#: 0x0000 is the invalid P_Key and 0x7fff the default partition OpenSM keeps for itself (its own
+#: port a full member, every other port limited), so a tenant's key lies between them.
+PKey = Annotated[int, BeforeValidator(_pkey), Field(ge=0x0001, le=0x7FFE)]
+Membership = Literal["full", "limited"]
+
+
+class PartitionMember(Strict):
+    """Nodes of a partition: those that match every selector given (role and zone: the role's
+    nodes in that zone), all full or all limited members."""
+
+    role: NodeRole | None = Field(None, description="nodes of this role")
+    group: Name | None = Field(None, description="nodes of this node group")
+    zone: Name | None = Field(None, description="nodes attached to this zone (a dual-homed node is in both of its zones)")
+    nodes: str | None = Field(None, max_length=4096, description="nodes by name, as a hostlist, e.g. z0-c[00-03],st01")
+    membership: Membership = Field(description="full: may talk to every member; limited: only to full members")
+
+
+class Ipoib(Strict):
+    """The partition's IPoIB broadcast group (OpenSM creates it; hosts get a child interface)."""
+
+    mtu: Literal[256, 512, 1024, 2048, 4096] = Field(2048, description="IB MTU of the broadcast group, in bytes")
+    rate: Literal[10, 20, 40, 56, 100, 200, 400] | None = Field(None, description="rate of the group in Gb/s (default: OpenSM's)")
+
+
+class Partition(Strict):
+    name: Name = Field(description="partition (tenant) name, unique in the model")
+    pkey: PKey = Field(description="P_Key, 0x0001 to 0x7ffe, unique (0x7fff is the default partition the SM keeps)")
+    members: list[PartitionMember] = Field(min_length=1, max_length=256, description="who belongs, full or limited")
+    ipoib: Ipoib | None = Field(None, description="run IPoIB on the partition (a broadcast group and a child interface per host)")
+    qos_class: Name | None = Field(None, description="traffic class (qos.classes) the partition's traffic rides: its SL")
+
+
 class Model(Strict):
     name: Name = Field(description="fabric name")
     technology: Technology = Field(description="infiniband or ethernet, for every switch and NIC")
@@ -342,6 +386,8 @@ class Model(Strict):
     naming: SwitchNaming = Field(default_factory=SwitchNaming, description="switch naming patterns")
     cabling: Cabling | None = Field(None, description="what the cabling sheets need: site and cable catalogue")
     qos: Qos | None = Field(None, description="traffic classes: SL/VL and arbitration (InfiniBand), DSCP/PFC/ETS (RoCE)")
+    partitions: list[Partition] = Field(default_factory=list, max_length=1024, description="InfiniBand partitions "
+                                        "(tenants): who may talk to whom, by P_Key; see docs/partitions.md")
     slurm: Slurm = Field(default_factory=Slurm, description="Slurm topology: which nodes it schedules, block sizes")
     relayout: bool = Field(False, description="place everything by policy, ignoring the lock file: devices may change "
                            "rack, RU, leaf or port and LIDs may be renumbered, and `loom diff` accepts that churn")

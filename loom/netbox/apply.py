@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from loom.progress import counting
 
 from .client import Client, NetBoxError
-from .intent import KINDS, TAG, Ref
+from .intent import KINDS, Ref
 from .plan import Change, Plan
 from .state import endpoint, read_kind
 
@@ -201,7 +201,7 @@ class _Run:
     def _body(self, t: _Task) -> list[dict]:
         if t.action == "create":
             return [_resolve(c.want, self.ids) for c in t.changes]
-        return [{"id": c.id, **{f: _ref(w, self.ids) for f, (_, w) in c.want.items()}} for c in t.changes]
+        return [{"id": c.id, **_resolve({f: w for f, (_, w) in c.want.items()}, self.ids)} for c in t.changes]
 
     def _send(self, t: _Task, body: list[dict]) -> tuple[list[int], dict[str, int]]:
         """One request (in a worker thread); a device create also reads the new devices' interfaces."""
@@ -259,8 +259,8 @@ def _ref(v, ids: dict) -> object:
 def _resolve(want: dict, ids: dict) -> dict:
     out = {}
     for f, v in want.items():
-        if f == "tags":
-            out[f] = [{"slug": TAG}]
+        if f == "tags":  # Loom's tags by slug (`loom`, partitions), others as the device has them
+            out[f] = [{"slug": x.key if isinstance(x, Ref) else x} for x in v]
         elif f in ("a_terminations", "b_terminations"):
             out[f] = [{"object_type": "dcim.interface", "object_id": _ref(x, ids)} for x in v]
         else:

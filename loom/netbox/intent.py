@@ -96,6 +96,13 @@ def intent(fabric: Fabric, plan: list[Cable] | None, *, installed: bool = False)
     for role in sorted({s.role for s in fabric.switches} | {n.role for n in fabric.nodes}):
         out["roles"][role] = {"name": role, "slug": role, "color": ROLE_COLOURS.get(role, "95a5a6"), "tags": tag}
     _cables(fabric, plan, out, installed, tag)
+    if fabric.model.partitions:
+        from .partitions import partition_tags
+
+        tags, held = partition_tags(fabric)
+        out["tags"] |= tags
+        for node, slugs in held.items():
+            out["devices"][node]["tags"] = tag + [Ref("tags", s) for s in slugs]
     if fabric.technology == "ethernet":
         _ipam(fabric, out, tag)
     return out

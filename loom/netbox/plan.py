@@ -5,7 +5,8 @@
 - change: an object Loom owns (tagged `loom`) whose managed fields differ, with old → new per
   field: drift (edited by hand in NetBox) or a change of the model, either way apply sets it back
   to the model.  Status is set at creation only: technicians own it afterwards (they mark cables
-  `connected`); tags other than Loom's are left alone;
+  `connected`); tags other than Loom's are left alone (a device's partition tags are Loom's:
+  `loom.netbox.partitions`);
 - delete: an object Loom owns that the intent no longer has (site-scoped kinds in the fabric's
   site and IPAM objects of this fabric; shared kinds such as device types are never deleted);
 - conflict: an object Loom does not own under a key Loom wants (a hand-made device of the same
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 from .client import Client
 from .intent import KINDS, Ref, site_slug
+from .partitions import tag_changes
 from .state import KIND_INFO, State, natural_key, owned, read_state
 
 #: Fields set when an object is created and never compared afterwards.
@@ -140,7 +142,7 @@ def compare(intent: dict[str, dict[str, dict]], state: State, fabric_name: str) 
                 conflicts.append(f"{_what(kind)} {key} (id {have['id']}) exists in NetBox but is not Loom's (no "
                                  f"`loom` tag); fix: delete or rename it in NetBox, or tag it `loom` to hand it to Loom")
             else:
-                diff = differences(kind, want, have)
+                diff = differences(kind, want, have) | tag_changes(kind, want, have)
                 if diff:
                     changes.append(Change(kind, key, "update", diff, id=have["id"]))
         if kind in SHARED:

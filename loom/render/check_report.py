@@ -29,6 +29,10 @@ def markdown(report: dict, planes: list[dict], bound_key: str) -> str:
         lines.append(f"Lossless configuration (SONiC tables × NIC settings × classes): {_yes(q['ok'])}; PFC on "
                      f"{','.join(map(str, q['pfc'])) or 'none'}, MTU switch {q['mtu']['switch']} / host {q['mtu']['host']}.")
         lines += [f"- {p}" for p in q["problems"][:20]]
+    if report.get("partitions"):
+        from loom.render.partitions_report import markdown_lines
+
+        lines += markdown_lines(report["partitions"])
     lines.append("")
     rows = []
     for p in planes:

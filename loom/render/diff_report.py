@@ -126,7 +126,21 @@ def markdown(d: dict) -> str:
             out += [f"<details><summary>Cables {title} ({len(c[title])})</summary>", "", *_list(c[title]), "", "</details>", ""]
     if d["host_settings_changed"]:
         out += ["### Host settings", "", *[f"- {x}" for x in d["host_settings_changed"]], ""]
+    t = d.get("who_can_talk")
+    if t:
+        out += ["### Who can talk to whom (partitions)", "", f"- {talk_verdict(t)}",
+                *[f"- now can talk: `{x}`" for x in t["gained"][:SHOWN]], *[f"- no longer: `{x}`" for x in t["lost"][:SHOWN]],
+                *[f"- ❌ {p}" for p in t["problems_head"][:SHOWN]], ""]
     return "\n".join(out) + "\n"
+
+
+def talk_verdict(t: dict) -> str:
+    """The partition verdict of a diff: unchanged, or how many node pairs gained or lost a path,
+    and whether the intent (tenants isolated, storage reached, management closed) still holds."""
+    word = {True: "holds", False: "FAILS", None: "n/a"}
+    change = (f"CHANGED: {t['pairs_changed']} node pair(s), {len(t['gained'])} gained / {len(t['lost'])} lost"
+              if t["changed"] else "unchanged")
+    return f"who can talk to whom {change}; intent base {word[t['intent_base']]}, head {word[t['intent_head']]}"
 
 
 def summary(d: dict) -> str:
@@ -158,5 +172,9 @@ def summary(d: dict) -> str:
         lines += [f"    {x}" for x in cfg[1:11]] + [f"    {x}" for x in _more(cfg[1:], 10)]
     for x in d["host_settings_changed"]:
         lines.append(f"  host: {x}")
+    t = d.get("who_can_talk")
+    if t:
+        lines.append(f"  {'partitions':<30} {talk_verdict(t)}")
+        lines += [f"    now can talk: {x}" for x in t["gained"][:10]] + [f"    no longer: {x}" for x in t["lost"][:10]]
     lines.append("  verdict: " + ("REGRESSION: " + "; ".join(d["regressions"]) if d["regressions"] else status(d)))
     return "\n".join(lines) + "\n"

@@ -59,7 +59,11 @@ def inventory(fabric: Fabric) -> dict[str, str]:
         ports[p.node].append(p)
     from loom.render.roce import RoceConfigs
 
+    from loom.expand.partitions import memberships
+    from loom.host.partitions import host_partitions
+
     configs = RoceConfigs(fabric) if fabric.technology == "ethernet" else None
+    parts = memberships(fabric)
     for n in fabric.nodes:
         groups[f"role_{n.role}"].add(n.name)
         groups[f"nodetype_{n.node_type}".replace("-", "_")].add(n.name)
@@ -75,7 +79,7 @@ def inventory(fabric: Fabric) -> dict[str, str]:
                             **({"lid": p.lid, "guid": f"0x{p.guid:016x}"} if fabric.technology == "infiniband"
                                else {"address": p.address}),
                             **_mac(fabric, n.name, f"{p.nic}/{p.port}")} for p in ports[n.index]],
-        } | _asset(fabric, n.name)
+        } | _asset(fabric, n.name) | host_partitions(parts, n.name)
     if fabric.technology == "ethernet":
         for sw in fabric.switches:
             groups["frr_switches"].add(sw.name)
@@ -109,20 +113,25 @@ def inventory(fabric: Fabric) -> dict[str, str]:
 
 def subnet_manager_files(fabric: Fabric) -> dict[str, str]:
     """The opensm role's inputs: the tables `loom route` computes (OpenSM's file engine), the
-    pinned LIDs, and the QoS options of the model's traffic classes (`qos FALSE` without)."""
+    pinned LIDs, the QoS options of the model's traffic classes (`qos FALSE` without) and,
+    with partitions, OpenSM's `partitions.conf`."""
     from loom.qos import plan_qos
     from loom.render.opensm_qos import opensm_qos_conf
     from loom.render.opensm import guid2lid, lfts_dump
+    from loom.render.partitions import partitions_conf
     from loom.routing import route
 
     tables = route(fabric)[0]
     qos = plan_qos(fabric.model)
+    partitions = partitions_conf(fabric)
     return {
         "group_vars/subnet_managers.yml": _dump({
             "opensm_qos_options": opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n",
             "opensm_lfts_src": "{{ inventory_dir }}/files/lfts.dump",
             "opensm_guid2lid_src": "{{ inventory_dir }}/files/guid2lid",
+            **({"opensm_partitions_src": "{{ inventory_dir }}/files/partitions.conf"} if partitions else {}),
         }),
         "files/lfts.dump": lfts_dump(tables),
         "files/guid2lid": guid2lid(tables),
+        **({"files/partitions.conf": partitions} if partitions else {}),
     }

@@ -35,6 +35,9 @@ SECTIONS = [
     (schema.TrafficClass, "An entry of `qos.classes`."),
     (schema.QosLimits, "`qos.limits`."),
     (schema.Slurm, "`slurm`: what `loom slurm` tells Slurm's topology plugins."),
+    (schema.Partition, "An entry of `partitions` (InfiniBand P_Keys; docs/partitions.md)."),
+    (schema.PartitionMember, "An entry of a partition's `members`."),
+    (schema.Ipoib, "A partition's `ipoib`."),
 ]
 
 
@@ -118,7 +121,9 @@ def _limits() -> list[str]:
         f"- the fabric: at most {limits.MAX_SWITCHES} switches, {limits.MAX_NODES} nodes, {limits.MAX_HOST_PORTS} NIC ports, "
         f"{limits.MAX_CABLES} cables, {limits.MAX_LFT_CELLS} forwarding-table entries per subnet;",
         "- ASNs within 1..4294967294 after adding the leaf or pod index; the loopback pool holds one address per switch;",
-        "- nodes and switches fit their racks (`layout`).", "",
+        "- nodes and switches fit their racks (`layout`);",
+        f"- partitions: member entries × nodes at most {limits.MAX_PARTITION_WORK}; a member's `nodes` hostlist names "
+        "at most as many nodes as the model has.", "",
         f"Names (every `Name` above, and every name a pattern makes: switches, nodes, NICs, racks): letters, digits, `-`, "
         f"`_`, `.`, starting with a letter or digit, no `..`, at most {names.MAX_NAME} characters; nodes, NICs and switches "
         "never share a name.  Name patterns use only their listed fields, with an optional width of at most "

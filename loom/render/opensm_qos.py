@@ -19,13 +19,17 @@ def opensm_qos_conf(fabric_name: str, plan: QosPlan) -> str:
 
 
 def opensm_qos_policy(fabric, plan: QosPlan, plane: int = 0) -> str | None:
-    """The SA's per-direction SLs (None without the cross-zone direction split): port groups per
-    zone and one match rule per class and falling zone pair."""
-    if not plan.sl_offset:
+    """The SA's SLs: per direction (port groups per zone and one match rule per class and
+    falling zone pair) with the cross-zone direction split, and per partition (a rule on its
+    P_Key, first, for partitions that name a traffic class); None when neither applies."""
+    from loom.expand.partitions import memberships
+
+    partitions = [m for m in memberships(fabric) if m.qos_class]
+    if not plan.sl_offset and not partitions:
         return None
     names = [z.name for z in fabric.model.zones]
     zones = [{"name": z, "guids": [f"0x{p.guid:016x}" for p in fabric.ports if p.zone == z and p.plane == plane]}
              for z in names]
     falling = [(a, b) for i, a in enumerate(names) for j, b in enumerate(names) if i > j]
     return render("opensm/qos-policy.conf.j2", fabric=fabric.name, zones=[z for z in zones if z["guids"]],
-                  classes=plan.classes, falling=falling, sl_offset=plan.sl_offset)
+                  classes=plan.classes, falling=falling, sl_offset=plan.sl_offset, partitions=partitions)

@@ -92,9 +92,9 @@ def as_built_lines(as_built: dict | None) -> list[str]:
 
 
 def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
-    """An InfiniBand plan as `loom plan` and `loom show` print it: drift, standbys, QoS, the LFT
+    """An InfiniBand plan as `loom plan` and `loom show` print it: drift, standbys, QoS, partitions, the LFT
     entries per switch, the destinations that move, balance before and after."""
-    c, q = p["changes"], p["qos"]
+    c, q, pk = p["changes"], p["qos"], p.get("partitions") or {}
     if p["drift"]:
         out.print(f"[yellow]drift:[/yellow] {escape(p['drift'])}", highlight=False)
     for line in p.get("standbys_differing", []):
@@ -108,13 +108,20 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
                   f"({', '.join(new[:8])}{' …' if len(new) > 8 else ''}); their tables are added, not drift",
                   highlight=False, markup=False)
     if not changed:
+        what = ["routing"] + (["QoS"] if q["intent"] else []) + (["P_Keys"] if pk.get("live_sha256") else [])
         out.print(f"[green]No changes.[/green] The live tables of {escape(p['fabric'])} match the model"
-                  + (" as it stands" if down else "") + (" (routing and QoS)." if q["intent"] else "."))
+                  + (" as it stands" if down else "")
+                  + (f" ({', '.join(what[:-1])} and {what[-1]})." if len(what) > 1 else "."))
         return
     if q["conf_changes"] or q["ports_differing"]:
         out.print(f"QoS: {'OpenSM QoS options change; ' if q['conf_changes'] else ''}"
                   f"{q['ports_differing']} ports hold other SL2VL/VLArb tables than the model wants")
         for e in q["examples"]:
+            out.print(f"    {e}", highlight=False, markup=False)
+    if pk.get("conf_changes") or pk.get("ports_differing"):
+        out.print(f"Partitions: {'OpenSM partitions.conf changes; ' if pk['conf_changes'] else ''}"
+                  f"{pk['ports_differing']} ports hold other P_Key tables than the model wants")
+        for e in pk["examples"]:
             out.print(f"    {e}", highlight=False, markup=False)
     if not c["entries_changed"]:
         out.print("Routing: no LFT changes.")

@@ -5,6 +5,7 @@ Ansible `opensm` role (`loom inventory` writes these same texts, its filter merg
   engine, its tables, pinned LIDs, priority, QoS) in one marked block, and any site line that
   sets one of Loom's keys commented out (OpenSM would otherwise take whichever comes last);
 - the forwarding tables (`lfts_file`) and `guid2lid` in OpenSM's cache directory;
+- the partitions (`partition_config_file`, OpenSM's default path unless the inventory says);
 - the systemd drop-in that runs OpenSM with that options file.
 
 Paths are per host (`SmPaths`): Debian's defaults, or what the inventory sets.
@@ -28,6 +29,7 @@ class SmPaths:
 
     conf: str = "/etc/opensm/opensm.conf"
     lfts: str = "/etc/opensm/loom-lfts.dump"
+    partitions: str = "/etc/opensm/partitions.conf"  # OpenSM's own default path
     cache_dir: str = "/var/cache/opensm"
     log: str = "/var/log/opensm.log"
     pidfile: str = "/run/opensm.pid"
@@ -41,12 +43,13 @@ class SmPaths:
 
 
 # the inventory variable of each path (the opensm role's defaults and the SSH target read them)
-INVENTORY_VARS = {"conf": "opensm_conf_path", "lfts": "opensm_lfts_path", "cache_dir": "opensm_cache_dir",
+INVENTORY_VARS = {"conf": "opensm_conf_path", "lfts": "opensm_lfts_path", "partitions": "opensm_partitions_path",
+                  "cache_dir": "opensm_cache_dir",
                   "log": "opensm_log_path", "pidfile": "opensm_pidfile"}
 
 
 def routing_options(paths: SmPaths, priority: int) -> str:
-    return render("opensm/loom-routing.conf.j2", lfts_path=paths.lfts, priority=priority)
+    return render("opensm/loom-routing.conf.j2", lfts_path=paths.lfts, priority=priority, partitions_path=paths.partitions)
 
 
 def managed_block(paths: SmPaths, priority: int, qos_conf: str) -> str:

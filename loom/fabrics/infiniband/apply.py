@@ -37,6 +37,8 @@ from loom.routing.updown import UpDown
 from .checked import check_plan
 from .design import design_files
 from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
+from .pkeys import files as pkey_files, finish_files as pkey_finish, partitions_change, stale as pkeys_stale
+from .pkeys import verify as verify_pkeys
 from .plan import has_changes
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
 from .qos_readback import digest, mismatches
@@ -103,7 +105,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     # QoS read-back costs minutes on a big fabric; plan did one, apply's verify does the next)
     inputs = d.read_inputs()
     current_conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
-    if digest_live(live_text) != plan["live_sha256"] or current_conf != q["previous_conf"]:
+    if digest_live(live_text) != plan["live_sha256"] or current_conf != q["previous_conf"] or pkeys_stale(plan, inputs):
         raise PlanError("the live tables changed since this plan was made (stale plan); run `loom plan` again")
     if keep_live and plan["drift"]:
         raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
@@ -119,9 +121,11 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         change = Change({"lfts": checked.desired_lfts}, checked.desired_lfts, None, t.subnet, c["entries_changed"],
                         c["switches_touched"], current_conf, in_service, reload=True, touched=touched, tables=t)
     else:
-        change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts},
+        change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts,
+                         **pkey_files(plan)},
                         checked.desired_lfts, checked.qos_intent, checked.tables.subnet, c["entries_changed"],
-                        c["switches_touched"], restore_conf(plan["fabric"], current_conf, q["desired_conf"]), in_service)
+                        c["switches_touched"], restore_conf(plan["fabric"], current_conf, q["desired_conf"]), in_service,
+                        pkeys=pkey_files(plan) or None)
     record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key"), "design_key": _design_key(plan),
               "cables_down": (plan.get("as_built") or {}).get("cables_down")}
     return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
@@ -137,7 +141,8 @@ def _tables_only(plan: dict, d: Target, inputs: dict, current_conf: str) -> bool
     otherwise OpenSM restarts and reprograms everything, which is also what repairs drift."""
     q = plan["qos"]
     return (plan["drift"] is None and (d.dir / "last-applied.sha256").exists() and inputs["lfts"] is not None
-            and q["desired_conf"] == current_conf and not q["ports_differing"] and plan["guid2lid"] == inputs["guid2lid"])
+            and q["desired_conf"] == current_conf and not q["ports_differing"] and plan["guid2lid"] == inputs["guid2lid"]
+            and not partitions_change(plan))
 
 
 @dataclass
@@ -155,6 +160,7 @@ class Change:
     reload: bool = False  # only the LFT file changes: OpenSM re-reads it (SIGHUP) instead of restarting
     touched: Entries | None = None  # with reload: the entries that change, the only ones read back
     tables: Tables | None = None  # with touched: what they must hold
+    pkeys: dict | None = None  # {"partitions": the file written, None: removed}: P_Key tables verified; None: not read
 
 
 def _push_verified(d: Target, change: Change, previous: dict[str, str | None], record: dict, timeout: float,
@@ -195,17 +201,25 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
             bad = mismatches(qos_back, change.qos_intent)
             if bad:
                 raise TargetError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
+        pkeys_sha, pkey_ports = None, None
+        if change.pkeys is not None:
+            pkeys_sha, pkey_ports = timed(phases, "read back P_Keys", verify_pkeys, d, change.subnet,
+                                          change.pkeys["partitions"])
         standbys = timed(phases, "verify standbys", d.standby_drift, {**previous, **change.files})
         if standbys:
             raise TargetError(f"a standby does not hold the applied files: {standbys[0]}")
         d.health()  # OpenSM must still run once verified, not only while it was read
-        journal.mark("verified", live_sha256=live_sha, qos_sha256=digest(qos_back) if qos_back else None)
+        journal.mark("verified", live_sha256=live_sha, qos_sha256=digest(qos_back) if qos_back else None,
+                     pkeys_sha256=pkeys_sha)
         _finish(d, journal.load(), journal)
-        ports = f", QoS verified on {len(qos_back)} ports" if qos_back is not None else ""
+        ports = (f", QoS verified on {len(qos_back)} ports" if qos_back is not None else "") + \
+            (f", P_Keys verified on {pkey_ports} ports" if pkey_ports is not None else "")
         return ApplyResult(True, f"applied and verified: {change.entries} entries on {change.switches} switches{ports}",
                            phases, change.entries)
 
-    record = {**record, "in_service": change.in_service, "restore_conf": change.restore_conf}
+    record = {**record, "in_service": change.in_service, "restore_conf": change.restore_conf,
+              "partitions_saved": "partitions" in change.files, "pkeys_verified": change.pkeys is not None,
+              "pkeys_removed": change.pkeys is not None and change.pkeys["partitions"] is None}
     texts = {**texts, **{f"previous_{k}": v for k, v in previous.items()}}
     return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases, texts)
 
@@ -254,6 +268,7 @@ def _finish(d: Target, j: dict, journal: Journal) -> None:
                       d.dir / "last-applied.key": (j["routing_key"] + "\n") if j.get("routing_key") else None,
                       d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None,
+                      **pkey_finish(d.dir, j),
                       **_design_files(d, j.get("design_key"),
                                       _kept(journal, j, "design_lfts") or _kept(journal, j, "desired_lfts"))})
     journal.clear()
@@ -273,9 +288,10 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
     """Put back the inputs saved in the journal, push them and verify routing and QoS.
     The journal is cleared only once the inputs are back (a failed write keeps it for the next try)."""
     journal = Journal(d.dir)
-    files = {k: _kept(journal, j, f"previous_{k}") for k in ("lfts", "conf", "guid2lid")}
+    files = {k: _kept(journal, j, f"previous_{k}") for k in ("lfts", "conf", "guid2lid")
+             + (("partitions",) if j.get("partitions_saved") else ())}
     try:
-        d.write_inputs({"lfts": files["lfts"], "conf": j["restore_conf"], "guid2lid": files["guid2lid"]})
+        d.write_inputs({**files, "conf": j["restore_conf"]})
     except (OSError, TargetError) as exc:
         return False, (f"RESTORE FAILED: cannot write {d.where()} ({getattr(exc, 'strerror', None) or exc}); the journal "
                        "is kept and the next loom command on this fabric retries the restore")
@@ -292,6 +308,8 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
         if not wrong and intent is not None:
             bad = mismatches(d.read_qos(_as_it_stands(j)), intent)
             wrong = f"QoS differs on {len(bad)} ports, e.g. {bad[0]}" if bad else None
+        if not wrong and j.get("pkeys_verified"):
+            verify_pkeys(d, _as_it_stands(j), files.get("partitions"))
     except TargetError as exc:
         journal.clear()
         return False, f"RESTORE FAILED ({exc}): the previous inputs are in place; run `loom sim up` then `loom plan`"

@@ -118,11 +118,16 @@ class InfiniBand:
     # ---------------------------------------------------------------- route and check
     def route_files(self, fabric: Fabric, tables) -> dict[str, str]:
         """What `loom route` writes beside each plane's tables: the fabric as it stands in the
-        ibnetdiscover/ibsim format, and OpenSM's QoS policy when cross-zone traffic needs its own VLs."""
+        ibnetdiscover/ibsim format, OpenSM's QoS policy when cross-zone traffic needs its own VLs or
+        partitions ride a traffic class, and OpenSM's partitions.conf when the model has partitions."""
         from loom.render.opensm_qos import opensm_qos_policy
         from loom.render.ibsim import ibsim_net
+        from loom.render.partitions import partitions_conf
 
         files = {"topology.net": ibsim_net(fabric, tables.subnet.plane)}
+        partitions = partitions_conf(fabric, tables.subnet.plane)
+        if partitions:
+            files["partitions.conf"] = partitions
         qos = self.qos(fabric)
         policy = opensm_qos_policy(fabric, qos, tables.subnet.plane) if qos else None
         if policy:
@@ -135,11 +140,18 @@ class InfiniBand:
         return plan_qos(fabric.model)
 
     def check_extra(self, fabric: Fabric) -> dict:
-        return {}
+        """The isolation matrix of the model's partitions against the intent (none without)."""
+        from loom.checks.partitions import check_partitions
+
+        report = check_partitions(fabric)
+        return {"partitions": report} if report else {}
 
     def print_check(self, ui: Ui, name: str, planes: list[dict], cabling: dict) -> None:
         from loom.render.check_report import print_check
+        from loom.render.partitions_report import print_partitions
 
+        if cabling.get("partitions"):
+            print_partitions(ui.out, name, cabling["partitions"])
         for p in planes:
             print_check(ui.out, name, p)
 

@@ -2,7 +2,8 @@
 the plan file is the one `loom plan` made (its own digest and the digest of its tables), that
 the model it names is unchanged, and re-runs every check (`loom.checks.check_tables`:
 reachability and forwarding loops, deadlock freedom per VL, balance, QoS) on the very tables
-it is about to push.  The first failing check is the refusal's reason."""
+it is about to push, and the partition intent on the partitions file it carries.  The first
+failing check is the refusal's reason."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from loom.routing.base import Tables
 from loom.push.errors import PlanError
 from loom.push.planfile import as_planned, check_signed, checked_model
 from loom.push.packing import digest_live, rows_text
+from .pkeys import check_planned as check_partitions_planned
 from .qos_conf import conf_intent, desired_conf
 
 REQUIRED = ("version", "fabric", "model", "model_sha256", "lock_sha256", "state_dir", "live_sha256", "desired_sha256", "qos", "changes",
@@ -76,6 +78,7 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
     conf = desired_conf(fabric.name, qos, plan["qos"].get("previous_conf", ""))
     if plan["qos"].get("desired_conf") != conf:
         raise PlanError(f"{where}: its QoS options differ from what {model} gives; run `loom plan` again")
+    check_partitions_planned(plan, fabric, where)
     design = plan.get("design_lfts")
     return CheckedPlan(fabric, tables, lfts_dump(tables), conf_intent(conf), previous,
                        rows_text(design, where, "design_lfts") if design is not None else None)

@@ -69,6 +69,11 @@ class Daemons:
         return self.osm / "opensm.conf"
 
     @property
+    def partitions_file(self) -> Path:
+        """OpenSM's partitions (`-P`); absent: OpenSM's default, every port full in 0x7fff."""
+        return self.osm / "partitions.conf"
+
+    @property
     def guid2lid_file(self) -> Path:
         return self.osm / "guid2lid"
 
@@ -176,7 +181,7 @@ class Daemons:
         nothing reads from a running SM and which slowed each sweep (and so each watcher event)."""
         before = self.sweeps()
         args = ["opensm", "-s", "0", "-d2", "-D", "0x03", "-F", str(self.conf_file), "-R", "file", "-U", str(self.lfts_file),
-                "-f", str(self.log), "--dump_files_dir", str(self.osm)]
+                "-P", str(self.partitions_file), "-f", str(self.log), "--dump_files_dir", str(self.osm)]
         with open(self.dir / "opensm.out", "ab") as out:
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
                                     env=self.env(), start_new_session=True)

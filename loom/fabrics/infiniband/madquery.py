@@ -14,7 +14,7 @@ import json
 import sys
 
 SMI_CLASS, SMI_DIRECT_CLASS = 0x01, 0x81
-ATTR_PORTINFO, ATTR_SL2VL, ATTR_VLARB, ATTR_LFT = 0x15, 0x17, 0x18, 0x19
+ATTR_PORTINFO, ATTR_PKEYS, ATTR_SL2VL, ATTR_VLARB, ATTR_LFT = 0x15, 0x16, 0x17, 0x18, 0x19
 TIMEOUT_MS = 2000
 
 
@@ -71,9 +71,13 @@ def answer(mad: Mad, q: dict) -> dict:
     """q: {"key", "path", "out" (port), "ins" (input ports for a switch, [] for a CA)} for QoS, or
     {"key", "path", "lft": [block numbers]} for forwarding-table blocks (64 ports each), or
     {"key", "path", "states": [ports]} for ports' PortState (PortInfo byte 32, low nibble:
-    1 down, 2 init, 3 armed, 4 active)."""
+    1 down, 2 init, 3 armed, 4 active), or {"key", "path", "pkeys": port} for the first block
+    of a port's P_Key table (port 0 for a CA: its own port)."""
     if "lft" in q:
         return {"key": q["key"], "lft": {str(b): list(mad.query(q["path"], ATTR_LFT, b)[:64]) for b in q["lft"]}}
+    if "pkeys" in q:  # P_Key table block 0 (32 entries, big-endian); a switch port's in the modifier's high half
+        raw = mad.query(q["path"], ATTR_PKEYS, (q["pkeys"] << 16))
+        return {"key": q["key"], "pkeys": [int.from_bytes(raw[2 * i:2 * i + 2], "big") for i in range(32)]}
     if "states" in q:
         return {"key": q["key"], "states": {str(p): mad.query(q["path"], ATTR_PORTINFO, p)[32] & 0xF for p in q["states"]}}
     out = q["out"]

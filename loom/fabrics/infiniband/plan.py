@@ -34,6 +34,7 @@ from loom.routing.updown import UpDown
 
 from .checked import failing_checks
 from .design import as_it_stands, design_tables, key_of_last, last_applied
+from .pkeys import partitions_change, plan_partitions
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
 from .qos_readback import digest, mismatches
 from .target import Target
@@ -83,6 +84,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     # the QoS read-back waits on the fabric (seconds of SMPs), routing and checks on the CPU: both at once
     with ThreadPoolExecutor(1) as pool:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
+        pkeys = pool.submit(plan_partitions, fabric, sn, target, inputs.get("partitions"))
         key, design_key = routing_key(fabric), routing_key(state.design)
         last = last_applied(target.dir, fabric)
 
@@ -101,11 +103,14 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         balance = {"balance_before": balance_summary(live)}
         balance["balance_after"] = balance["balance_before"] if (live.lft == tables.lft).all() else balance_summary(tables)
         qos_part = reading.result()
+        partitions = pkeys.result()
     drift = []
     if _drifted(target, sn, live, live_sha, last):
         drift.append("live forwarding tables differ from what loom applied last (changed outside loom)")
     if qos_part["drift"]:
         drift.append(qos_part["drift"])
+    if partitions["drift"]:
+        drift.append(partitions["drift"])
     standbys = target.standby_drift(inputs)
     if standbys:
         drift.append(f"{len(standbys)} standby subnet manager(s) hold other input files than the master "
@@ -120,6 +125,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         "drift": "; ".join(drift) or None,
         "new_switches": _new_switches(sn, last),
         "qos": qos_part,
+        "partitions": partitions,
         "changes": diff_tables(live, tables),
         "standbys_differing": standbys,
         **balance,
@@ -164,10 +170,11 @@ def _new_switches(sn, last: Tables | None) -> list[str]:
 
 def routing_key(fabric: Fabric) -> str:
     """A digest of everything routing reads — the model's settings, every switch, port and cable
-    as expanded (lock file and catalogue included) — and of loom's version."""
+    as expanded (lock file and catalogue included) — and of loom's version.  Partitions are left
+    out: they change who may talk, never a route."""
     import loom
 
-    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json()}\n".encode())
+    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json(exclude={'partitions'})}\n".encode())
     h.update(json.dumps([(s.name, s.guid, s.lid, s.ports, s.role, s.zone, s.plane) for s in fabric.switches]).encode())
     h.update(json.dumps([(p.ca, p.port, p.guid, p.lid, p.plane, p.zone) for p in fabric.ports]).encode())
     c = fabric.cables
@@ -196,7 +203,7 @@ def _plan_qos(fabric: Fabric, sn, qos, target: Target, conf: str | None) -> dict
 def has_changes(plan: dict) -> bool:
     q = plan["qos"]
     return bool(plan["changes"]["entries_changed"] or q["conf_changes"] or q["ports_differing"]
-                or plan.get("standbys_differing"))
+                or plan.get("standbys_differing") or partitions_change(plan))
 
 
 class _Moved(BaseModel):

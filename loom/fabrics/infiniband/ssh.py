@@ -173,7 +173,8 @@ class SshTarget:
 
     # ------------------------------------------------------------------ input files
     def _remote(self, host: SmHost) -> dict[str, str]:
-        return {"lfts": host.paths.lfts, "conf": host.paths.conf, "guid2lid": host.paths.guid2lid}
+        return {"lfts": host.paths.lfts, "conf": host.paths.conf, "guid2lid": host.paths.guid2lid,
+                "partitions": host.paths.partitions}
 
     def _cat(self, host: SmHost, path: str) -> str | None:
         p = shlex.quote(path)

@@ -11,7 +11,8 @@ journal, the audit log and what was applied last, whatever the target.
 
 Input files are named by role, not path: "lfts" (OpenSM's `-U` / `lfts_file`), "conf" (Loom's
 QoS options — on an SSH host merged into the site's options file, see `loom.render.sm_host`) and
-"guid2lid" (pinned LIDs).  `None` means "absent" when read and "remove" when written.
+"guid2lid" (pinned LIDs) and "partitions" (OpenSM's partitions.conf, `loom.fabrics.infiniband.pkeys`).
+`None` means "absent" when read and "remove" when written.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from loom.routing.subnet import Subnet
 from .daemon import Daemons
 from .qos_readback import read_qos
 
-INPUTS = ("lfts", "conf", "guid2lid")
+INPUTS = ("lfts", "conf", "guid2lid", "partitions")
 
 
 class Target(Protocol):
@@ -72,7 +73,7 @@ class Target(Protocol):
         TargetError naming it, or with `every=False` is left out of the answers."""
 
     def read_inputs(self) -> dict[str, str | None]:
-        """The master's current input files {"lfts", "conf", "guid2lid"}."""
+        """The master's current input files {"lfts", "conf", "guid2lid", "partitions"}."""
 
     def write_inputs(self, files: dict[str, str | None]) -> None:
         """Write input files on every SM host, all or nothing per host, each atomically."""
@@ -152,7 +153,8 @@ class SimTarget:
         return madqueries(self.d, jobs, what=what, every=every)
 
     def _paths(self) -> dict[str, Path]:
-        return {"lfts": self.d.lfts_file, "conf": self.d.conf_file, "guid2lid": self.d.guid2lid_file}
+        return {"lfts": self.d.lfts_file, "conf": self.d.conf_file, "guid2lid": self.d.guid2lid_file,
+                "partitions": self.d.partitions_file}
 
     def read_inputs(self) -> dict[str, str | None]:
         return {k: p.read_text() if p.exists() else None for k, p in self._paths().items()}
