@@ -96,7 +96,7 @@ def lock_cmd(model: Path = MODEL_ARG,
                                         "(or the lock was edited by hand); write nothing"),
              relayout: bool = typer.Option(False, "--relayout", help="start over: place everything by policy, "
                                            "ignoring the lock (devices may move, LIDs may be renumbered)")) -> None:
-    """Write or update MODEL's lock file (`<model>.lock` next to it): every device's rack and RU,
+    """Write or update MODEL's lock file (`<model>.lock.json` next to it): every device's rack and RU,
     every NIC port's switch port, every GUID and LID.  Existing things keep their place; new
     ones take free places; removed ones free theirs.
 
