@@ -72,6 +72,11 @@ def _churn_lines(ch: dict, limit: int = 5) -> tuple[str, list[str]]:
     return head, details
 
 
+def _or_none(v) -> str:
+    """A figure a side may not have (no storage nodes, no eBB sample): "—", never Python's None."""
+    return "—" if v is None else str(v)
+
+
 def markdown(d: dict) -> str:
     b, h, r, c = d["base"], d["head"], d["routing"], d["cables"]
     w = _words(d)
@@ -86,8 +91,9 @@ def markdown(d: dict) -> str:
         bb, hb = b["balance"], h["balance"]
         out.append(f"| max {w['dest']} per {w['up']} / bound | {bb['max_dest_per_up_port']} / {bb['lower_bound']} | "
                    f"{hb['max_dest_per_up_port']} / {hb['lower_bound']} |")
-        out.append(f"| storage max per up-port | {bb['storage']} | {hb['storage']} |")
-        out.append(f"| eBB | {bb['ebb']} | {hb['ebb']} |")
+        if (bb["storage"], hb["storage"]) != (None, None):  # None: no storage nodes on that side
+            out.append(f"| storage max per up-port | {_or_none(bb['storage'])} | {_or_none(hb['storage'])} |")
+        out.append(f"| eBB | {_or_none(bb['ebb'])} | {_or_none(hb['ebb'])} |")
     out.append("")
     for reg in d["regressions"]:
         out.append(f"- ❌ {reg}")

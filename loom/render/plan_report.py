@@ -132,8 +132,12 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     out.print("destinations moved: " + ", ".join(f"{escape(m['name'])} (LID {m['lid']})" for m in moved[:12])
               + (f", ... {len(moved) - 12} more" if len(moved) > 12 else ""), highlight=False)
     b0, b1 = p["balance_before"], p["balance_after"]
+    # storage is None on a fabric without storage nodes: then there is nothing to say about it
+    storage = (f"; storage before {b0['storage'] if b0['storage'] is not None else 'none'}, "
+               f"after {b1['storage'] if b1['storage'] is not None else 'none'}"
+               if (b0["storage"], b1["storage"]) != (None, None) else "")
     out.print(f"balance (max destinations per leaf up-port / bound): before {b0['max_dest_per_up_port']}/{b0['lower_bound']}, "
-              f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}; storage before {b0['storage']}, after {b1['storage']}")
+              f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}{storage}")
     out.print(f"saved in {saved}; apply with: loom apply {saved}", highlight=False, markup=False)
 
 
