@@ -30,9 +30,14 @@ def validate(model: Path = MODEL_ARG) -> None:
 
 def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan file saved by `loom plan` (JSON)"),
          fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT,
-         entries: bool = typer.Option(False, "--entries", help="a plan: every LFT entry it changes")) -> None:
-    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage; or a
-    saved plan: what it changes (`--entries`: each entry, `LID 0x0012 (name): port 21 → 24`).
+         entries: bool = typer.Option(False, "--entries", help="a plan: every LFT entry it changes"),
+         switch: str | None = typer.Option(None, "--switch", metavar="GLOB", help="a plan's entries: only on "
+                                           "switches matching GLOB, e.g. 'z0-leaf*' (implies --entries)"),
+         moved: bool = typer.Option(False, "--moved", help="a plan's entries: only routes that change port on a "
+                                    "switch that had them (not new switches' or new destinations' tables; implies --entries)")) -> None:
+    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage, free
+    ports per leaf; or a saved plan: what it changes (`--entries`: each entry, `LID 0x0012
+    (name): port 21 → 24`; `--switch`, `--moved` narrow them for a review).
     Exit 0; 1 for an invalid model or plan; 2 for a usage error or a missing file."""
     from loom.render.plan_report import is_plan
     from loom.render.summary import summarize
@@ -41,7 +46,9 @@ def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan fi
     if is_plan(model):
         from .push import show_plan
 
-        return show_plan(model, as_json, entries)
+        return show_plan(model, as_json, entries or moved or switch is not None, switch, moved)
+    if switch is not None or moved or entries:
+        raise input_error(f"{model}: --entries, --switch and --moved are for a saved plan (plan.json), not a model", 2)
     s = summarize(load_model(model))
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
