@@ -86,6 +86,14 @@ def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan fi
     cap = s["capacity"]
     out.print(f"capacity: {cap['node_facing_ports']} node-facing ports, {cap['used_by_nodes']} nodes, "
               f"{cap['used_by_inter_zone']} inter-zone, {cap['free']} free; {s['racks']} racks")
+    free = list(cap["free_by_leaf"].items())
+    if free:
+        out.print(f"free node-facing ports on {len(free)} leaves: " + ", ".join(f"{name} {n}" for name, n in free[:SHOWN_LEAVES])
+                  + (f", … {len(free) - SHOWN_LEAVES} more leaves (--json lists all)" if len(free) > SHOWN_LEAVES else ""),
+                  highlight=False, markup=False)
+
+
+SHOWN_LEAVES = 24  # leaves with free ports `loom show` names before "… N more"
 
 
 def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--out", metavar="FILE", help="JSON file to write")) -> None:
