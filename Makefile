@@ -194,9 +194,14 @@ tf-state-down:
 tf-init: setup tf-tools tf-state
 	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) init -input=false -upgrade >/dev/null
 
-# exit 0 no changes, 2 changes (Terraform's convention, like `make plan`); make fails only on 1
+# tofu's -detailed-exitcode passed through: 0 no changes, 2 changes, 1 error — so a pipeline
+# stops on a plan with changes until it is reviewed.  make itself exits 2 for any failing
+# recipe, so the last line says which it was; a script that must tell 1 from 2 by the code
+# runs the tofu line itself (docs/terraform.md).
 tf-plan: tf-init
-	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) plan -input=false -detailed-exitcode $(TF_VARS); rc=$$?; [ $$rc -ne 1 ]
+	@rc=0; $(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) plan -input=false -detailed-exitcode $(TF_VARS) || rc=$$?; \
+	case $$rc in 0) echo "make tf-plan: no changes";; 2) echo "make tf-plan: changes (tofu plan exit 2)" >&2;; \
+	  *) echo "make tf-plan: tofu plan failed (exit $$rc)" >&2;; esac; exit $$rc
 
 tf-apply: tf-init $(if $(filter sim,$(TF_TARGET)),sim-up)
 	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) apply -input=false -auto-approve $(TF_VARS)
