@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr frr-pythontools iputils-ping debootstrap openssh-server slurmctld slurm-client postgresql redis-server
 
-.PHONY: setup apt-deps test-under-load tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-push bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean
+.PHONY: setup apt-deps test-under-load tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-push bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean docs docs-serve
 
 # OpenTofu is not part of setup: only the tf-* targets and the Terraform tests use it (they build it)
 setup: $(VENV)/.installed apt-deps
@@ -19,7 +19,7 @@ setup: $(VENV)/.installed apt-deps
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c requirements.lock -e '.[test,ansible]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[test,ansible,docs]'
 	touch $@
 
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
@@ -127,7 +127,15 @@ validate show check: setup
 	$(BIN)/loom $@ $(MODEL)
 
 clean:
-	rm -rf out .loom .pytest_cache .hypothesis fuzz-out
+	rm -rf out .loom .pytest_cache .hypothesis fuzz-out site
+
+# The documentation site (mkdocs.yml): built strictly — a broken link or anchor, or a page left
+# out of the nav, fails the build; served on 127.0.0.1 only (the tutorial's own machine)
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 # The fuzz campaign (tests/fuzz): N structural mutants of the reference models through validate,
 # expand, route, check and render, with a per-case time and memory cap; reproducers of any
@@ -186,9 +194,14 @@ tf-state-down:
 tf-init: setup tf-tools tf-state
 	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) init -input=false -upgrade >/dev/null
 
-# exit 0 no changes, 2 changes (Terraform's convention, like `make plan`); make fails only on 1
+# tofu's -detailed-exitcode passed through: 0 no changes, 2 changes, 1 error — so a pipeline
+# stops on a plan with changes until it is reviewed.  make itself exits 2 for any failing
+# recipe, so the last line says which it was; a script that must tell 1 from 2 by the code
+# runs the tofu line itself (docs/terraform.md).
 tf-plan: tf-init
-	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) plan -input=false -detailed-exitcode $(TF_VARS); rc=$$?; [ $$rc -ne 1 ]
+	@rc=0; $(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) plan -input=false -detailed-exitcode $(TF_VARS) || rc=$$?; \
+	case $$rc in 0) echo "make tf-plan: no changes";; 2) echo "make tf-plan: changes (tofu plan exit 2)" >&2;; \
+	  *) echo "make tf-plan: tofu plan failed (exit $$rc)" >&2;; esac; exit $$rc
 
 tf-apply: tf-init $(if $(filter sim,$(TF_TARGET)),sim-up)
 	$(TF_ENV) $(TOFU) -chdir=terraform/$(FABRIC) apply -input=false -auto-approve $(TF_VARS)

@@ -101,7 +101,7 @@ def test_a_file_that_is_not_ibnetdiscover_output_is_refused(tmp_path):
     code, out = loom("discover", TINY, "--topology", str(bad))
     assert code == 2 and "line 2: not an ibnetdiscover node or port line" in out, out
     code, out = loom("discover", TINY, "--format", "yaml")
-    assert code == 2 and "use text, json or csv" in out
+    assert code == 2 and "must be text, json or csv" in out
 
 
 def test_discover_without_a_running_fabric_says_how_to_start_it(tmp_path, monkeypatch):

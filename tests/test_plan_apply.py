@@ -77,6 +77,15 @@ def test_saved_plan_is_readable_and_shows_its_entries(tiny_up, tmp_path):
     line = f"LID 0x{e['lid']:04x} ({e['name']}): port {e['from']} → port {e['to']}"
     assert code == 0 and any(l.startswith(e["switch"] + " ") and l.endswith(line) for l in out.splitlines()), out
     assert f"{plan['changes']['entries_changed']} LFT entries" in out
+    # a reviewer's filters (issue 37): one switch by glob; only routes that change port
+    code, out = loom("show", str(path), "--format", "json", "--switch", "z0-leaf*")
+    leafs = json.loads(out)["entries"]
+    assert code == 0 and leafs == [e for e in shown if e["switch"].startswith("z0-leaf")] and 0 < len(leafs) < len(shown)
+    code, out = loom("show", str(path), "--switch", "z0-leaf*")
+    assert code == 0 and f"{len(leafs)} of {len(shown)} entries: those on switches matching 'z0-leaf*'" in out, out
+    code, out = loom("show", str(path), "--format", "json", "--moved")
+    assert code == 0 and json.loads(out)["entries"] == [e for e in shown if e["from"] is not None]
+    assert loom("show", TINY, "--moved")[0] == 2  # a model has no entries
     sw = next(iter(plan["desired_lfts"]))
     plan["desired_lfts"][sw]["rows"][0][1] = "7"
     plan["plan_sha256"] = content_digest(plan)  # digests recomputed: the rows' own check must catch it

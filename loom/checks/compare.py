@@ -9,7 +9,9 @@ Both revisions are expanded, routed and checked; then compared by *names*, not n
   cables added, removed and re-pulled, devices that changed rack or RU, NIC ports re-cabled,
   LIDs renumbered;
 - verdicts before/after (reachable, deadlock-free, balance within bound), leaf up-ports above
-  the bound, and node types whose host layout changed (the host settings derive from them).
+  the bound, and node types whose host layout changed (the host settings derive from them);
+- InfiniBand: the QoS/VL layout (classes' SL/VL, data VLs, VL sets, SL2VL; `loom.checks.qos_layout`),
+  a change of its own: it rewrites every port's SL2VL/VLArb tables, so it is never pure growth.
 A regression is a verdict that held on base and fails on head, balance further above its
 lower bound than on base by more than the tolerance, or physical churn (a device moved, a NIC
 port re-cabled, a cable re-pulled, a LID or address renumbered) beyond the nodes whose `pinned` entry the
@@ -27,11 +29,11 @@ import numpy as np
 
 from loom.expand import Fabric
 from loom.expand.churn import churn
-from loom.qos import fabric_qos
+from loom.qos import QosPlan, fabric_qos
 from loom.routing import route
 from loom.routing.base import NO_ROUTE, Tables
 
-from . import EBB_SAMPLES, check_tables
+from . import EBB_SAMPLES, check_tables, qos_layout
 from .balance import group_figures
 from .partitions import talk_changes
 from .paths import Walk
@@ -43,6 +45,7 @@ class Side:
     fabric: Fabric
     tables: list[Tables]
     reports: list[dict]
+    qos: QosPlan | None = None
 
     @property
     def routed(self) -> bool:
@@ -78,7 +81,7 @@ def evaluate(label: str, fabric: Fabric, ebb_samples: int = EBB_SAMPLES, hint: S
     the diff shows what must move."""
     tables = route(fabric, hint=hint.tables if hint and hint.routed else None)
     qos = fabric_qos(fabric.model)
-    return Side(label, fabric, tables, [check_tables(t, ebb_samples, qos) for t in tables])
+    return Side(label, fabric, tables, [check_tables(t, ebb_samples, qos) for t in tables], qos)
 
 
 def forwarding(t: Tables) -> dict[tuple[str, str], int]:
@@ -138,6 +141,9 @@ def compare(base: Side, head: Side, tolerance: int = 0, design_bound: bool = Fal
                   "relayout": head.fabric.model.relayout},
         "host_settings_changed": _host_changes(base.fabric, head.fabric),
     }
+    if head.fabric.technology == "infiniband" and base.routed and head.routed:
+        lb, lh = qos_layout.layout(base.qos, base.reports), qos_layout.layout(head.qos, head.reports)
+        out["qos_layout"] = {"base": lb, "head": lh, "changes": qos_layout.changes(lb, lh)}
     routing = {"lft_entries_changed": 0, "entries_added": 0, "entries_removed": 0, "per_switch": {}, "destinations_moved": [],
                "destinations_rerouted": [], "destinations_added": [], "destinations_removed": [], "ports_above_bound": []}
     if base.routed and head.routed:
@@ -175,9 +181,11 @@ def compare(base: Side, head: Side, tolerance: int = 0, design_bound: bool = Fal
     # Ethernet: what changes on a switch is its configuration (static routes included); BGP's ECMP
     # does not pin the reference tables' choices, so entries moving between up-links are no change
     switch_changes = out["configs"]["lines_changed"] if "configs" in out else routing["per_switch"]
+    layout_changed = bool(out.get("qos_layout", {}).get("changes"))
     out["changed"] = bool(switch_changes or routing["entries_added"] or routing["entries_removed"] or any(cables.values())
-                          or out["host_settings_changed"] or (talk is not None and talk["changed"]))
-    out["growth"] = bool(cables["added"]) and not cables["removed"] and not cables["moved"] and \
+                          or out["host_settings_changed"] or (talk is not None and talk["changed"]) or layout_changed)
+    # a new VL layout rewrites every port's SL2VL/VLArb tables and the SLs jobs use: not pure growth
+    out["growth"] = bool(cables["added"]) and not cables["removed"] and not cables["moved"] and not layout_changed and \
         not routing["destinations_moved"] and not routing["destinations_rerouted"] and not routing["destinations_removed"]
     out["regressions"] = regressions
     out["exit"] = 1 if regressions else 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 import typer
 
 from . import asbuilt, cabling, docs, model, netbox, push, routing, scheduling, terraform
-from .common import out
+from .common import JSON_ERRORS, out
 
 app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.", rich_markup_mode=None)
 
@@ -56,3 +56,4 @@ def _version(value: bool) -> None:
 def _main(show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                             help="print loom's version and exit")) -> None:
     """Loom: declarative AI-cluster fabrics."""
+    JSON_ERRORS["on"] = False  # a new invocation (tests run many in one process); `format_of` sets it

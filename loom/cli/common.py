@@ -29,10 +29,18 @@ JSON_OPT = typer.Option(False, "--json", help="same as --format json")
 
 
 def format_of(fmt: str, as_json: bool, allowed: tuple[str, ...] = ("text", "json")) -> str:
-    """The format asked for; `--json` is `--format json`; anything else is a usage error (exit 2)."""
+    """The format asked for; `--json` is `--format json`; anything else is a usage error (exit 2).
+    A command that asked for JSON is remembered (`JSON_ERRORS`, reset by the app's callback on
+    every invocation), so that its errors are a JSON document on stdout too (`json_error`): a
+    script reading stdout gets one either way."""
     if fmt not in allowed:
         raise typer.BadParameter(f"must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {fmt!r}", param_hint="--format")
-    return "json" if as_json else fmt
+    fmt = "json" if as_json else fmt
+    JSON_ERRORS["on"] = fmt == "json"
+    return fmt
+
+
+JSON_ERRORS = {"on": False}  # this invocation asked for --format json (`format_of`)
 
 
 def json_wanted(fmt: str, as_json: bool) -> bool:
@@ -65,12 +73,27 @@ def load_model(path: Path, marked: bool = True) -> Fabric:
         raise typer.Exit(1) from None
 
 
-def print_model_error(path: Path, exc: ModelError) -> None:
+def print_model_error(path: Path, exc: ModelError, headline: str | None = None) -> None:
+    """`error: <headline>` and each problem as `file:line: field: message` + `fix:` on stderr;
+    with --format json also the JSON document on stdout (`json_error`)."""
     is_lock = exc.file.endswith(".lock.json")
-    what = exc.file if is_lock else path
-    err.print(f"[red]error:[/red] {escape(str(what))} is not a valid {'lock file' if is_lock else 'model'}", highlight=False)
+    file = exc.file if is_lock else str(path)
+    headline = headline or f"{file} is not a valid {'lock file' if is_lock else 'model'}"
+    err.print(f"[red]error:[/red] {escape(headline)}", highlight=False)
     for p in exc.problems:
-        err.print(p.render(exc.file if is_lock else str(path)), highlight=False, markup=False)
+        err.print(p.render(file), highlight=False, markup=False)
+    json_error(headline, [{"file": file, "line": p.line, "field": p.path, "message": p.message, "fix": p.fix}
+                          for p in exc.problems])
+
+
+def json_error(message: str, problems: list[dict] | None = None) -> None:
+    """With `--format json`: the error as a JSON document on stdout, beside the text on stderr
+    (`{"error": …, "problems": [{file, line, field, message, fix}]}`); without, nothing."""
+    import json
+    import sys
+
+    if JSON_ERRORS["on"]:
+        sys.stdout.write(json.dumps({"error": message, "problems": problems or []}, indent=2) + "\n")
 
 
 def write(path: Path, data: str | bytes) -> None:
@@ -103,6 +126,7 @@ def print_error(exc: Exception | str) -> None:
 
 def input_error(exc: Exception, code: int = 1) -> typer.Exit:
     print_error(exc)
+    json_error(str(exc))
     return typer.Exit(code)
 
 
@@ -126,6 +150,7 @@ def progress(msg: str) -> None:
 
 def fail(exc: Exception | str) -> None:
     print_error(exc)
+    json_error(str(exc))
     raise typer.Exit(1) from None
 
 

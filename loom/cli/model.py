@@ -30,9 +30,14 @@ def validate(model: Path = MODEL_ARG) -> None:
 
 def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan file saved by `loom plan` (JSON)"),
          fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT,
-         entries: bool = typer.Option(False, "--entries", help="a plan: every LFT entry it changes")) -> None:
-    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage; or a
-    saved plan: what it changes (`--entries`: each entry, `LID 0x0012 (name): port 21 → 24`).
+         entries: bool = typer.Option(False, "--entries", help="a plan: every LFT entry it changes"),
+         switch: str | None = typer.Option(None, "--switch", metavar="GLOB", help="a plan's entries: only on "
+                                           "switches matching GLOB, e.g. 'z0-leaf*' (implies --entries)"),
+         moved: bool = typer.Option(False, "--moved", help="a plan's entries: only routes that change port on a "
+                                    "switch that had them (not new switches' or new destinations' tables; implies --entries)")) -> None:
+    """Summarise the expanded fabric: switches, nodes, GPUs, NIC ports, cables, port usage, free
+    ports per leaf; or a saved plan: what it changes (`--entries`: each entry, `LID 0x0012
+    (name): port 21 → 24`; `--switch`, `--moved` narrow them for a review).
     Exit 0; 1 for an invalid model or plan; 2 for a usage error or a missing file."""
     from loom.render.plan_report import is_plan
     from loom.render.summary import summarize
@@ -41,7 +46,9 @@ def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan fi
     if is_plan(model):
         from .push import show_plan
 
-        return show_plan(model, as_json, entries)
+        return show_plan(model, as_json, entries or moved or switch is not None, switch, moved)
+    if switch is not None or moved or entries:
+        raise input_error(f"{model}: --entries, --switch and --moved are for a saved plan (plan.json), not a model", 2)
     s = summarize(load_model(model))
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
@@ -79,6 +86,14 @@ def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan fi
     cap = s["capacity"]
     out.print(f"capacity: {cap['node_facing_ports']} node-facing ports, {cap['used_by_nodes']} nodes, "
               f"{cap['used_by_inter_zone']} inter-zone, {cap['free']} free; {s['racks']} racks")
+    free = list(cap["free_by_leaf"].items())
+    if free:
+        out.print(f"free node-facing ports on {len(free)} leaves: " + ", ".join(f"{name} {n}" for name, n in free[:SHOWN_LEAVES])
+                  + (f", … {len(free) - SHOWN_LEAVES} more leaves (--json lists all)" if len(free) > SHOWN_LEAVES else ""),
+                  highlight=False, markup=False)
+
+
+SHOWN_LEAVES = 24  # leaves with free ports `loom show` names before "… N more"
 
 
 def expand_cmd(model: Path = MODEL_ARG, out_file: Path = typer.Option(..., "--out", metavar="FILE", help="JSON file to write")) -> None:
@@ -96,7 +111,7 @@ def lock_cmd(model: Path = MODEL_ARG,
                                         "(or the lock was edited by hand); write nothing"),
              relayout: bool = typer.Option(False, "--relayout", help="start over: place everything by policy, "
                                            "ignoring the lock (devices may move, LIDs may be renumbered)")) -> None:
-    """Write or update MODEL's lock file (`<model>.lock` next to it): every device's rack and RU,
+    """Write or update MODEL's lock file (`<model>.lock.json` next to it): every device's rack and RU,
     every NIC port's switch port, every GUID and LID.  Existing things keep their place; new
     ones take free places; removed ones free theirs.
 

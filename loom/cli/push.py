@@ -177,11 +177,12 @@ def plan_on(backend, d, model: Path, fabric: Fabric, out_file: Path | None, as_j
     raise typer.Exit(2 if backend.has_changes(p) else 0)
 
 
-def show_plan(path: Path, as_json: bool, entries: bool) -> None:
-    """`loom show PLAN`: a saved plan of either technology, its shape checked by its backend."""
+def show_plan(path: Path, as_json: bool, entries: bool, switch: str | None = None, moved: bool = False) -> None:
+    """`loom show PLAN`: a saved plan of either technology, its shape checked by its backend;
+    its entries narrowed by `--switch GLOB` / `--moved` (`loom.render.plan_report.select_entries`)."""
     from loom.fabrics import backend_of_plan
     from loom.push.planfile import content_digest, read_plan
-    from loom.render.plan_report import summary_json
+    from loom.render.plan_report import EntryFilterError, select_entries, summary_json
 
     with refusals():
         p = read_plan(path)
@@ -190,15 +191,26 @@ def show_plan(path: Path, as_json: bool, entries: bool) -> None:
     if p.get("plan_sha256") != content_digest(p):
         err.print(f"warning: {path} was modified after loom made it (plan_sha256 does not match its content): "
                   "what follows is not loom's plan, and `loom apply` refuses it", highlight=False, markup=False)
+    chosen = None
+    if entries:
+        every = backend.plan_entries(p)
+        try:
+            chosen = select_entries(every, switch, moved)
+        except EntryFilterError as exc:
+            raise input_error(exc, 2) from None
     if as_json:
-        sys.stdout.write(summary_json(p, backend.plan_entries(p) if entries else None))
+        sys.stdout.write(summary_json(p, chosen))
         return
     out.print(f"plan for {p['fabric']} made {p['created']} by {p['user']} from {p['model']} (target {p['target']['kind']})",
               highlight=False, markup=False)
     backend.print_plan(UI, p, path)
-    if entries:
-        lines = backend.entry_lines(backend.plan_entries(p))
+    if chosen is not None:
+        lines = backend.entry_lines(chosen)
         out.print("\n".join(lines) if lines else backend.no_entries, highlight=False, markup=False)
+        if switch is not None or moved:
+            said = " and ".join(x for x in (f"on switches matching {switch!r}" if switch is not None else "",
+                                             "that move a route" if moved else "") if x)
+            out.print(f"{len(chosen)} of {len(every)} entries: those {said}", highlight=False, markup=False)
 
 
 def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),

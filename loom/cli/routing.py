@@ -200,10 +200,7 @@ def discover(model: Path = MODEL_ARG,
     from loom.render.discover_report import as_csv, as_text
     from loom.render.discover_report import as_json as report_json
 
-    fmt = "json" if as_json else fmt
-    if fmt not in ("text", "json", "csv"):
-        print_error(f"--format {fmt}: use text, json or csv")
-        raise typer.Exit(2)
+    fmt = format_of(fmt, as_json, ("text", "json", "csv"))
     fabric = load_model(model, marked=False)  # a cable marked down and still cabled is not "extra"
     with refusals(model):
         backend_of(fabric).require_discovery(model, fabric)
@@ -296,9 +293,7 @@ def diff_cmd(
     from loom.checks.compare import compare, evaluate
     from loom.render.diff_report import markdown, summary
 
-    if fmt not in ("text", "markdown", "json"):
-        err.print(f"[red]error:[/red] --format must be text, markdown or json, not {escape(str(fmt))}")
-        raise typer.Exit(2)
+    fmt = format_of(fmt, False, ("text", "markdown", "json"))
     if base is None and base_file is None:
         err.print("[red]error:[/red] give --base REV or --base-file FILE")
         raise typer.Exit(2)
@@ -309,13 +304,9 @@ def diff_cmd(
                 path, name = model_at(model, rev, file, Path(tmp), label)
                 sides.append(evaluate(name, side(path, sides[0].fabric if sides else None), hint=sides[0] if sides else None))
             except DiffError as exc:
-                print_error(exc)
-                raise typer.Exit(2) from None
+                raise input_error(exc, 2) from None
             except ModelError as exc:
-                err.print(f"[red]error:[/red] the {label} model is not valid", highlight=False)
-                for p in exc.problems:
-                    err.print(p.render(exc.file if exc.file.endswith(".lock.json") else name if rev else str(path)),
-                              highlight=False, markup=False)
+                print_model_error(Path(name) if rev else path, exc, f"the {label} model is not valid")
                 raise typer.Exit(2) from None
     d = compare(*sides, tolerance=tolerance, design_bound=design_bound)
     if fmt == "json":

@@ -67,6 +67,27 @@ def ebb_text(p: dict) -> str:
     return text + (f"; whole fabric {p['ebb_fabric']}" if len(zones) > 1 and p.get("ebb_fabric") is not None else "")
 
 
+def vl_split(p: dict) -> str | None:
+    """Why a plane's traffic is split over two VL sets, in one statement with what the routing
+    does on one VL (measured), or None without a split.  Said once: the rule that makes the split
+    (a zone left from several border leaves; a BiGraph's two parts) says a credit loop *can*
+    close on one VL, the measurement whether these tables close one — "could not stay loop-free"
+    beside "would be free of credit loops" read as a contradiction (issue 37)."""
+    single = p["deadlock_free_single_vl"]
+    if p.get("cross_zone_vls"):
+        why = ("cross-zone: inter-zone links leave a zone from several leaves, where one VL can close a credit loop "
+               "(traffic that came in goes up and down to another border leaf); so traffic to lower-numbered zones "
+               "rides a second VL per class (its SL = class SL + classes)")
+    elif p.get("part_vls"):
+        why = ("BiGraph: upper→upper paths turn in the lower part and lower→lower paths in the upper part, where one VL "
+               "can close a credit loop; so traffic from the upper part rides VL set 0, from the lower part VL set 1 "
+               "(EFLOPS's priority per direction)")
+    else:
+        return None
+    return why + ("; these tables would close one on a single VL, the split is what keeps them free" if not single else
+                  "; these tables happen to close none on a single VL, the split keeps every routing free (a reroute too)")
+
+
 def print_check(out: Console, name: str, p: dict) -> None:
     """One InfiniBand plane's verdicts as `loom check` prints them."""
     def verdict(ok: bool) -> str:
@@ -87,18 +108,16 @@ def print_check(out: Console, name: str, p: dict) -> None:
     out.print(f"  deadlock-free:  {verdict(p['deadlock_free'])}  {p['deadlock']['channels']} channels, "
               f"{p['deadlock']['dependencies']} dependencies (CA-to-CA only: "
               f"{'free' if p['deadlock']['ca_to_ca_deadlock_free'] else 'LOOP'})")
-    if p.get("cross_zone_vls"):
-        out.print("    cross-zone: inter-zone links leave a zone from several leaves, so traffic to lower-numbered zones "
-                  "rides a second VL per class (its SL = class SL + classes; one VL could not stay loop-free)")
-    if p.get("part_vls"):
-        out.print("    BiGraph: traffic from the upper part rides VL set 0, from the lower part VL set 1 (EFLOPS's priority "
-                  f"per direction); on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} of credit loops")
+    split = vl_split(p)
+    if split:
+        out.print(f"    {split}", highlight=False)
     if p["qos"]:
         q = p["qos"]
         out.print(f"  qos:            {verdict(q['ok'])}  " + ", ".join(
             f"{c['name']} SL{c['sl']}/VL{c['vl']} {c['weight_share']:.1%}{'' if c['isolated'] else ' (shared)'}" for c in q["classes"]))
         out.print("    per VL deadlock-free: " + ", ".join(f"VL{v} {'yes' if r['deadlock_free'] else 'NO'}" for v, r in q["per_vl"].items())
-                  + f"; on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} of credit loops")
+                  + ("" if split else f"; on one VL the routing would be {'free' if p['deadlock_free_single_vl'] else 'NOT free'} "
+                     "of credit loops"))
         for prob in q["problems"]:
             out.print(f"    [red]{prob}[/red]", highlight=False)
     if p["cycle"]:

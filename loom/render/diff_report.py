@@ -72,6 +72,17 @@ def _churn_lines(ch: dict, limit: int = 5) -> tuple[str, list[str]]:
     return head, details
 
 
+def describe(x: dict) -> str:
+    """`3 classes, 6 data VLs in 2 sets`: one side of the QoS/VL layout (`loom.checks.qos_layout`)."""
+    sets = f" in {x['vl_sets']} sets" if x["vl_sets"] > 1 else ""
+    return (f"{len(x['classes'])} classes, " if x["classes"] else "no classes, ") + f"{x['data_vls']} data VLs{sets}"
+
+
+def _or_none(v) -> str:
+    """A figure a side may not have (no storage nodes, no eBB sample): "—", never Python's None."""
+    return "—" if v is None else str(v)
+
+
 def markdown(d: dict) -> str:
     b, h, r, c = d["base"], d["head"], d["routing"], d["cables"]
     w = _words(d)
@@ -86,8 +97,13 @@ def markdown(d: dict) -> str:
         bb, hb = b["balance"], h["balance"]
         out.append(f"| max {w['dest']} per {w['up']} / bound | {bb['max_dest_per_up_port']} / {bb['lower_bound']} | "
                    f"{hb['max_dest_per_up_port']} / {hb['lower_bound']} |")
-        out.append(f"| storage max per up-port | {bb['storage']} | {hb['storage']} |")
-        out.append(f"| eBB | {bb['ebb']} | {hb['ebb']} |")
+        if (bb["storage"], hb["storage"]) != (None, None):  # None: no storage nodes on that side
+            out.append(f"| storage max per up-port | {_or_none(bb['storage'])} | {_or_none(hb['storage'])} |")
+        out.append(f"| eBB | {_or_none(bb['ebb'])} | {_or_none(hb['ebb'])} |")
+    layout = d.get("qos_layout")
+    if layout:
+        out.append(f"| QoS/VL layout | {describe(layout['base'])} | {describe(layout['head'])}"
+                   + (" 🔶 **changed**" if layout["changes"] else "") + " |")
     out.append("")
     for reg in d["regressions"]:
         out.append(f"- ❌ {reg}")
@@ -124,6 +140,9 @@ def markdown(d: dict) -> str:
     for title in ("moved", "added", "removed"):
         if c[title]:
             out += [f"<details><summary>Cables {title} ({len(c[title])})</summary>", "", *_list(c[title]), "", "</details>", ""]
+    if layout and layout["changes"]:
+        out += ["### QoS / VL layout", "", "Every port's SL2VL and VLArb tables are rewritten; jobs' SLs may change.", "",
+                *[f"- {x}" for x in layout["changes"]], ""]
     if d["host_settings_changed"]:
         out += ["### Host settings", "", *[f"- {x}" for x in d["host_settings_changed"]], ""]
     t = d.get("who_can_talk")
@@ -176,5 +195,11 @@ def summary(d: dict) -> str:
     if t:
         lines.append(f"  {'partitions':<30} {talk_verdict(t)}")
         lines += [f"    now can talk: {x}" for x in t["gained"][:10]] + [f"    no longer: {x}" for x in t["lost"][:10]]
-    lines.append("  verdict: " + ("REGRESSION: " + "; ".join(d["regressions"]) if d["regressions"] else status(d)))
+    layout = d.get("qos_layout")
+    if layout:
+        lines.append(f"  {'QoS/VL layout':<30} " + (f"CHANGED: {describe(layout['base'])} -> {describe(layout['head'])}"
+                                                    if layout["changes"] else f"same ({describe(layout['head'])})"))
+        lines += [f"    {x}" for x in layout["changes"]]
+    lines.append("  verdict: " + ("REGRESSION: " + "; ".join(d["regressions"]) if d["regressions"] else status(d))
+                 + ("; QoS/VL layout changed" if layout and layout["changes"] else ""))
     return "\n".join(lines) + "\n"

@@ -99,6 +99,7 @@ def inventory(fabric: Fabric) -> dict[str, str]:
     for nt in sorted({n.node_type for n in fabric.nodes}):
         intent = derive(fabric.model, nt)
         files[f"group_vars/nodetype_{nt.replace('-', '_')}.yml"] = _dump({
+            "host_tuning_gpus": len(fabric.model.node_types[nt].gpus),  # 0: the role leaves the NVIDIA settings out
             "host_tuning_nccl_env": intent.env,
             "host_tuning_topology_xml": intent.topology_xml,
             "host_tuning_gpu_nic_pairs": [{"gpu": p.gpu, "nic": p.nic, "distance": p.distance, "numa": p.numa, "cpus": p.cpus}

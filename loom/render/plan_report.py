@@ -44,6 +44,25 @@ def changed_entries(plan: dict) -> list[dict]:
     return out
 
 
+class EntryFilterError(ValueError):
+    """A filter that does not apply to the plan's kind of entries."""
+
+
+def select_entries(entries: list[dict], switch: str | None = None, moved: bool = False) -> list[dict]:
+    """The entries a reviewer asked for: on switches whose name matches the glob `switch`, and
+    with `moved` only routes that change port (or go away) on a switch that had them — an
+    entry with a `from` port.  What a new switch's whole table or a new destination adds has no
+    `from`, and is what drowned the changes worth reading (5,169 of 8,341 lines in one growth).
+    Ethernet plans change configuration lines, which have no port: `moved` is refused there."""
+    from fnmatch import fnmatchcase
+
+    if moved and entries and "from" not in entries[0]:
+        raise EntryFilterError("--moved is for an InfiniBand plan's LFT entries; an Ethernet plan changes "
+                               "configuration lines, narrow them with --switch")
+    return [e for e in entries if (switch is None or fnmatchcase(e["switch"], switch))
+            and (not moved or e["from"] is not None)]
+
+
 def entry_lines(entries: list[dict]) -> list[str]:
     """`z0-leaf3  LID 0x0012 (node007-hca0): port 21 → 24`, one line per entry."""
     width = max((len(e["switch"]) for e in entries), default=0)
@@ -139,8 +158,12 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     out.print("destinations moved: " + ", ".join(f"{escape(m['name'])} (LID {m['lid']})" for m in moved[:12])
               + (f", ... {len(moved) - 12} more" if len(moved) > 12 else ""), highlight=False)
     b0, b1 = p["balance_before"], p["balance_after"]
+    # storage is None on a fabric without storage nodes: then there is nothing to say about it
+    storage = (f"; storage before {b0['storage'] if b0['storage'] is not None else 'none'}, "
+               f"after {b1['storage'] if b1['storage'] is not None else 'none'}"
+               if (b0["storage"], b1["storage"]) != (None, None) else "")
     out.print(f"balance (max destinations per leaf up-port / bound): before {b0['max_dest_per_up_port']}/{b0['lower_bound']}, "
-              f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}; storage before {b0['storage']}, after {b1['storage']}")
+              f"after {b1['max_dest_per_up_port']}/{b1['lower_bound']}{storage}")
     out.print(f"saved in {saved}; apply with: loom apply {saved}", highlight=False, markup=False)
 
 

@@ -2,7 +2,8 @@
 
 The JSON keys are a contract (scripts read them): `switches`, `nodes`, `gpus`, `nic_ports`,
 `cables` at the top and again inside each entry of `zones` (and `planes` when the fabric has
-planes), plus breakdowns by role / type / kind, port usage per switch role and the capacity.
+planes), plus breakdowns by role / type / kind, port usage per switch role and the capacity (with
+`free_by_leaf`: leaf name → free node-facing ports, only leaves that have some).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import networkx as nx
 import numpy as np
 
 from loom.expand import CABLE_KINDS, SWITCH, Fabric
+from loom.model.names import natural
 
 
 def _switch_ports(f: Fabric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -92,8 +94,12 @@ def summarize(f: Fabric) -> dict:
     node_facing = out["leaf_down_ports"]
     host_ports = int(np.count_nonzero(c.kind == CABLE_KINDS.index("host")))
     inter = int(np.count_nonzero(c.kind == CABLE_KINDS.index("inter-zone"))) * 2
+    down, used_down, _ = ports
+    # which leaves the free ports are on: what a technician adding a node needs, not just how many
+    free_by_leaf = {f.switches[i].name: int(down[i] - used_down[i]) for i in np.flatnonzero(down > used_down)}
     out["capacity"] = {"node_facing_ports": node_facing, "used_by_nodes": host_ports,
-                       "used_by_inter_zone": inter, "free": node_facing - host_ports - inter}
+                       "used_by_inter_zone": inter, "free": node_facing - host_ports - inter,
+                       "free_by_leaf": dict(sorted(free_by_leaf.items(), key=lambda kv: natural(kv[0])))}
     out["racks"] = len(f.racks)
     out["per_endpoint"] = _per_endpoint(out)
     big = {z.name: _bigraph_facts(f, z) for z in f.model.zones if z.kind == "bigraph"}
