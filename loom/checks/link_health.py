@@ -14,9 +14,9 @@ go up:
 - a 64-bit extended counter that goes down is taken as a reset too (a wrap of 2^64 bytes does
   not happen within a window).
 
-Rates are errors per hour over the last `window_s` seconds of readings, and a window is never
-taken shorter than `window_s`: a burst of 5 symbol errors between two readings 5 s apart reads
-as 5 per minute, not 5 per 5 seconds.
+Rates are errors per hour over the last `window_s` seconds of readings (default an hour), and
+a window is never taken shorter than `window_s`: a burst of 5 symbol errors between two
+readings 5 s apart counts as 5 in the window (5/h by default), not as 3,600/h.
 
 Verdicts, worst of either end: **failing** (an error rate at or above its `failing` limit: the
 watcher drains the link), **degraded** (an error rate at or above `degraded`, a saturated error
@@ -113,11 +113,15 @@ class LinkHealth:
 
 
 class History:
-    """A fabric's readings over time, as monotonic per-end totals (resets folded in), trimmed
-    to what the longest window needs."""
+    """A fabric's readings over time, as monotonic per-end totals (resets folded in).  Kept
+    thinned to about `POINTS` readings per `span_s` (and always the latest), the longest span
+    asked of it: a watcher reading a two-zone fabric every few seconds for an hour holds a few
+    dozen, not a thousand."""
 
-    def __init__(self, keep_s: float) -> None:
-        self.keep_s = keep_s
+    POINTS = 30
+
+    def __init__(self, span_s: float) -> None:
+        self.span_s = span_s
         self.points: list[tuple[float, dict[str, dict[str, int]]]] = []  # (time, end → counter → total)
         self.last: dict | None = None  # the last reading, raw
 
@@ -126,26 +130,34 @@ class History:
         prev = self.last["ends"] if self.last else {}
         now: dict[str, dict[str, int]] = {}
         for end, got in sample["ends"].items():
-            before, values = prev.get(end), _values(got)
-            base = totals.get(end, {})
-            old = _values(before) if before else {}
-            now[end] = {k: base.get(k, 0) + (v - old[k] if k in old and v >= old[k] else v if k in old else 0)
+            values, base = _values(got), totals.get(end, {})
+            old = _values(prev[end]) if end in prev else {}
+            # growth since the last reading: a counter that went down was reset (its value is
+            # what it counted since); an end seen for the first time starts from here
+            now[end] = {k: base.get(k, 0) + ((v - old[k] if v >= old[k] else v) if k in old else 0)
                         for k, v in values.items()}
         self.points.append((sample["at"], now))
         self.last = sample
-        while len(self.points) > 2 and sample["at"] - self.points[1][0] >= self.keep_s:
+        if len(self.points) >= 3 and self.points[-2][0] - self.points[-3][0] < self.span_s / self.POINTS:
+            del self.points[-2]
+        while len(self.points) > 2 and sample["at"] - self.points[1][0] >= 2 * self.span_s:
             self.points.pop(0)
 
-    def since(self, window_s: float) -> tuple[float, dict, dict]:
+    def since(self, seconds: float) -> tuple[float, dict, dict]:
         """(seconds covered, end → counter → growth, the latest reading's ends) over the last
-        `window_s`: from the newest reading at least that old (or the oldest there is)."""
+        `seconds`: from the newest reading at least that old (or the oldest there is)."""
         if not self.points:
             return 0.0, {}, {}
         t_now, latest = self.points[-1]
-        start = next((p for p in reversed(self.points) if t_now - p[0] >= window_s), self.points[0])
-        t0, first = start
+        t0, first = next((p for p in reversed(self.points) if t_now - p[0] >= seconds), self.points[0])
         growth = {end: {k: v - first.get(end, {}).get(k, v) for k, v in c.items()} for end, c in latest.items()}
-        return t_now - t0, growth, self.last["ends"] if self.last else {}
+        return t_now - t0, growth, self.last["ends"]
+
+    def quiet(self, ends: tuple[str, ...], seconds: float) -> bool:
+        """Have none of `ends`' error counters grown over the last `seconds` (and do the readings
+        reach back that far)?  What a drained link must show before it is returned."""
+        covered, growth, _ = self.since(seconds)
+        return covered >= seconds and all(growth.get(e, {}).get(k, 0) == 0 for e in ends for k in COUNTER_BITS)
 
 
 def _values(got: dict) -> dict[str, int]:

@@ -345,10 +345,10 @@ ErrorCounter = Literal["SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDo
 class Health(Strict):
     """How `loom health` and `loom watch` judge a link from its port counters (`loom.checks.link_health`)."""
 
-    window_s: float = Field(60.0, gt=0, le=86_400, description="error rates are taken over at least this many "
-                            "seconds of readings (a burst counts as spread over the whole window)")
-    clean_s: float = Field(600.0, ge=0, le=7 * 86_400, description="a link the watcher drained returns after its "
-                           "error rates stayed under the degraded limits this long")
+    window_s: float = Field(3600.0, gt=0, le=7 * 86_400, description="error rates are taken over at least this "
+                            "many seconds of readings (a burst counts as spread over the whole window)")
+    clean_s: float = Field(600.0, ge=0, le=7 * 86_400, description="a link the watcher drained returns once no error "
+                           "counter of either end has grown for this many seconds")
     limits: dict[ErrorCounter, ErrorLimit] = Field(default_factory=dict, description="errors per hour per PortCounters "
                                                    "counter; counters not named keep the defaults (see docs/health.md)")
 
