@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .names import EnvVar, Name
 
@@ -322,6 +322,13 @@ class Slurm(Strict):
 class ErrorLimit(Strict):
     degraded: float = Field(ge=0, le=1e12, description="errors per hour from which the link is degraded (reported)")
     failing: float = Field(ge=0, le=1e12, description="errors per hour from which the link is failing (drained by the watcher)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ErrorLimit":
+        if self.failing < self.degraded:
+            raise ValueError(f"failing ({self.failing:g}) is below degraded ({self.degraded:g}): a link would be drained "
+                             "before it is reported; give failing at least degraded")
+        return self
 
 
 #: Default limits, errors per hour.  `degraded` is infiniband-diags' old `ibcheckerrs` threshold

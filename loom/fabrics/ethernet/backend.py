@@ -184,6 +184,9 @@ class Ethernet:
         raise Unsupported(f"{model}: the watcher follows OpenSM on InfiniBand fabrics; {fabric.name} is ethernet "
                           "(BGP reroutes around a failed link by itself)")
 
+    def link_health(self, model: Path, fabric: Fabric, target, interval: float) -> tuple[list, float]:
+        raise Unsupported(f"{model}: link health reads InfiniBand port counters (PMA); {fabric.name} is ethernet")
+
     def require_discovery(self, model: Path, fabric: Fabric) -> None:
         raise Unsupported(f"{model}: discover reads InfiniBand fabrics (ibnetdiscover); {fabric.name} is {fabric.technology}")
 

@@ -205,6 +205,13 @@ class InfiniBand:
 
         return Watcher(model, fabric, target, hold_down=hold_down, log=log)
 
+    def link_health(self, model: Path, fabric: Fabric, target, interval: float) -> tuple[list, float]:
+        """Two readings of every cable's port counters `interval` seconds apart, judged per link."""
+        from .health import survey
+
+        target.health()
+        return survey(target, fabric, interval)
+
     def require_discovery(self, model: Path, fabric: Fabric) -> None:
         pass  # ibnetdiscover reads every InfiniBand fabric
 

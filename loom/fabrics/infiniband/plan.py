@@ -164,10 +164,11 @@ def _new_switches(sn, last: Tables | None) -> list[str]:
 
 def routing_key(fabric: Fabric) -> str:
     """A digest of everything routing reads — the model's settings, every switch, port and cable
-    as expanded (lock file and catalogue included) — and of loom's version."""
+    as expanded (lock file and catalogue included) — and of loom's version.  Not the health
+    limits: tuning them changes no route."""
     import loom
 
-    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json()}\n".encode())
+    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json(exclude={'health'})}\n".encode())
     h.update(json.dumps([(s.name, s.guid, s.lid, s.ports, s.role, s.zone, s.plane) for s in fabric.switches]).encode())
     h.update(json.dumps([(p.ca, p.port, p.guid, p.lid, p.plane, p.zone) for p in fabric.ports]).encode())
     c = fabric.cables
