@@ -111,7 +111,6 @@ class Watcher:
         self.monitor = Monitor(target, self.fabric) if health_interval is not None else None
         self.drained: dict[int, list[str]] = self._recorded_drained()  # cable → what was seen when it was drained
         self.links: list = []  # the last verdicts (`loom.checks.link_health.LinkHealth`), for the metrics
-        self.last_event: Event | None = None
         self.returning: set[int] = set()  # drained links found clean, until the tables no longer avoid them
 
     def _design(self) -> Tables:
@@ -353,7 +352,6 @@ class Watcher:
     def _write(self, event: Event) -> None:
         with open(self.target.dir / "watch.log", "a") as f:
             f.write(event.line() + "\n")
-        self.last_event = event
         self.log(event)
 
     # ------------------------------------------------------------------ the loop
