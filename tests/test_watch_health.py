@@ -170,3 +170,22 @@ def test_a_failing_link_is_drained_and_returned_on_the_two_zone_fabric(tmp_path,
         assert figures["drained_s"] < 10 * slack()
     finally:
         loom("sim", "down", "--force", str(model))
+
+
+def test_only_switch_links_are_drained_and_a_new_watcher_keeps_the_drain(applied_model):
+    d, model = applied_model
+    fabric = load_fabric(model)
+    w = Watcher(model, fabric, SimTarget(d), hold_down=0, health_interval=1.0)
+    assert not w.health_step() and w.step() is None
+    console(d.dir, ['PerformanceSet "z0-leaf0"[1] PortCounters.SymbolErrorCounter=100',  # a node's cable
+                    'PerformanceSet "z0-leaf1"[6] PortCounters.SymbolErrorCounter=100'])  # leaf-spine
+    assert w.health_step()
+    verdicts = {h.cable_id: h.verdict for h in w.links}
+    assert verdicts["z0-leaf0/1"] == verdicts["z0-leaf1/6"] == "failing"
+    assert [fabric.cable_id(c) for c in w.drained] == ["z0-leaf1/6"]  # the node's cable is ticketed, not drained
+    e = w.step()
+    assert e.kind == "drain" and e.ok and e.changed == ["z0-leaf1/6"], e
+    again = Watcher(model, fabric, SimTarget(d), hold_down=0, health_interval=1.0)  # the next watcher
+    assert [fabric.cable_id(c) for c in again.drained] == ["z0-leaf1/6"]
+    assert again.step() is None  # the tables in force already avoid it: nothing to do
+    assert not again.health_step()  # one reading: not yet clean_s of quiet counters

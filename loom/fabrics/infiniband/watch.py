@@ -43,9 +43,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from loom.checks import check_tables
 from loom.checks.cabling import compare
-from loom.expand import Fabric
+from loom.checks.link_health import end_keys
+from loom.expand import HOST, Fabric
 from loom.expand.asbuilt import AsBuilt, Down, load_as_built
 from loom.expand.failures import FailureSet, without
 from loom.expand.live import parse_ibnetdiscover
@@ -81,7 +84,7 @@ class Event:
 class Watcher:
     def __init__(self, model: Path, fabric: Fabric, target: Target, engine: str = "auto",
                  hold_down: float = 10.0, log: Callable[[Event], None] = lambda e: None,
-                 health_interval: float | None = 5.0) -> None:
+                 health_interval: float | None = None) -> None:
         self.model, self.target = Path(model), target
         # the design, and what the model and the lock declare down (`loom.expand.asbuilt`): routed
         # around whatever discovery says, as plan does
@@ -109,6 +112,8 @@ class Watcher:
         # link health: None turns the port-counter readings off
         self.health_interval = health_interval
         self.monitor = Monitor(target, self.fabric) if health_interval is not None else None
+        # links between switches: the ones a reroute can avoid (a node's only cable is ticketed, not drained)
+        self.switch_links = frozenset(int(i) for i in np.flatnonzero(self.fabric.cables.a_kind != HOST))
         self.drained: dict[int, list[str]] = self._recorded_drained()  # cable → what was seen when it was drained
         self.links: list = []  # the last verdicts (`loom.checks.link_health.LinkHealth`), for the metrics
         self.returning: set[int] = set()  # drained links found clean, until the tables no longer avoid them
@@ -224,13 +229,12 @@ class Watcher:
             return False
         self.monitor.read()
         self.links = self.monitor.judge()
-        from loom.checks.link_health import end_keys
-
         before, clean = dict(self.drained), self.monitor.policy.clean_s
         quiet = lambda c: self.monitor.history.quiet(end_keys(self.fabric, c), clean)
         for h in self.links:
             # a link returned while its old errors are still in the window is drained again only if they grow
-            if h.verdict == "failing" and h.cable not in self.drained and h.cable not in self.seen_down and not quiet(h.cable):
+            if h.verdict == "failing" and h.cable in self.switch_links and h.cable not in self.drained \
+                    and h.cable not in self.seen_down and not quiet(h.cable):
                 self.drained[h.cable] = h.seen
         clean_now = {c for c in before if quiet(c)}
         self.returning |= clean_now
