@@ -97,3 +97,11 @@ def test_health_of_an_ethernet_model_is_a_usage_error():
 def test_a_bad_format_is_a_usage_error():
     code, text = loom("health", TINY, "--format", "xml")
     assert code == 2 and "--format" in text
+
+
+def test_a_ticket_needs_the_cabling_plan_and_says_so_before_reading(tmp_path):
+    model = tmp_path / "tiny.yaml"
+    model.write_text("".join(l for l in Path(TINY).read_text().splitlines(keepends=True)
+                             if not l.startswith(("cabling:", "  site: lab", "  catalogue: catalogue"))))
+    code, text = loom("health", str(model), "--format", "csv")  # no simulator runs: refused first
+    assert code == 1 and "no `cabling:` section" in text and "fix:" in text, text

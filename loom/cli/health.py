@@ -32,14 +32,17 @@ def health(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | 
     kind = format_of(fmt, as_json, ("text", "json", "csv"))
     fabric = load_model(model)
     backend = backend_of(fabric)
+    plan = None
+    if kind == "csv":  # the ticket's ends, parts and lengths: refused before anything is read if the model has none
+        from .cabling import cable_plan_of
+
+        plan = cable_plan_of(model, fabric)
     with refusals(model):
         t = backend.target(fabric, target, inventory, ssh_config)
         links, seconds = phase(f"two readings {interval:g}s apart", backend.link_health, model, fabric, t, interval)
     bad = [h for h in links if h.verdict != "healthy"]
-    if kind == "csv":
-        from .cabling import cable_plan_of
-
-        text = ticket_csv(bad, cable_plan_of(model, fabric))
+    if plan is not None:
+        text = ticket_csv(bad, plan)
     elif kind == "json":
         import json
 
