@@ -136,3 +136,12 @@ def test_ticket_names_both_ends_the_part_and_what_was_seen(tiny):
     assert (row["b_device"], row["b_port"]) == (cable.b.device, cable.b.port)
     assert row["part_number"] == cable.part_number and row["length_m"] == f"{cable.length_m:g}"
     assert "SymbolErrorCounter 1800/h" in row["seen"]
+
+
+def test_an_xdr_link_is_judged_on_width_alone(tiny):
+    from loom.checks.link_health import EndHealth, end_verdict
+
+    e = EndHealth("x/1", width="4x", speed="speed code 0", state=4)
+    assert end_verdict(e, ("4x", "XDR"), Health()) == ("healthy", [])
+    e.width = "1x"
+    assert end_verdict(e, ("4x", "XDR"), Health())[0] == "degraded"

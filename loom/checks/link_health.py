@@ -185,7 +185,7 @@ def judge(fabric: Fabric, history: History, policy: Health, cables: list[int]) -
                 continue
             e = _end(key, got, growth.get(key, {}), covered, span)
             ends.append(e)
-            verdict, said = _verdict(e, want, policy)
+            verdict, said = end_verdict(e, want, policy)
             seen += said
             worst = _worse(worst, verdict)
         out.append(LinkHealth(cable, fabric.cable_id(cable), worst, seen, ends, covered, want))
@@ -202,7 +202,7 @@ def _end(key: str, got: dict, grew: dict[str, int], covered: float, span: float)
     return e
 
 
-def _verdict(e: EndHealth, want: tuple[str, str], policy: Health) -> tuple[str, list[str]]:
+def end_verdict(e: EndHealth, want: tuple[str, str], policy: Health) -> tuple[str, list[str]]:
     verdict, seen = "healthy", []
     if e.state != ACTIVE:
         return "down", [f"{e.end} is not active (PortState {e.state})"]
@@ -217,7 +217,8 @@ def _verdict(e: EndHealth, want: tuple[str, str], policy: Health) -> tuple[str, 
     for name in e.saturated:
         verdict = _worse(verdict, "degraded")
         seen.append(f"{e.end} {name} saturated at {e.counters[name]}: new errors are not counted (reset with perfquery -R)")
-    if (e.width, e.speed) != want:
+    # XDR is reported in LinkSpeedExt2Active, which is not read: such links are judged on width alone
+    if e.width != want[0] or (e.speed != want[1] and want[1] in EXT_SPEEDS.values()):
         verdict = _worse(verdict, "degraded")
         seen.append(f"{e.end} up at {e.width} {e.speed}, cabled for {want[0]} {want[1]}")
     return verdict, seen
