@@ -221,7 +221,7 @@ class Watcher:
         return "return" if coming and coming <= self.returning else "up"
 
     # ------------------------------------------------------------------ link health
-    def health_step(self, now: float | None = None) -> bool:
+    def health_step(self) -> bool:
         """Read every cable's port counters and judge the links: drain those failing, return
         drained ones whose counters stayed still for `health.clean_s`.  True when the set of
         drained links changed (the caller then steps: `run` does at once)."""
@@ -375,7 +375,7 @@ class Watcher:
             now = time.monotonic()
             if self.monitor is not None and now - last_health >= self.health_interval:
                 last_health = now
-                if self.health_step(now):
+                if self.health_step():
                     self.step(now)
                     last = time.monotonic()
                     continue
