@@ -185,6 +185,8 @@ def test_only_switch_links_are_drained_and_a_new_watcher_keeps_the_drain(applied
     assert [fabric.cable_id(c) for c in w.drained] == ["z0-leaf1/6"]  # the node's cable is ticketed, not drained
     e = w.step()
     assert e.kind == "drain" and e.ok and e.changed == ["z0-leaf1/6"], e
+    code, out = loom("plan", str(model))  # a plan during the drain keeps it: the link counts as observed down
+    assert code == 0 and "No changes" in out and "observed: z0-leaf1/6" in out, out
     again = Watcher(model, fabric, SimTarget(d), hold_down=0, health_interval=1.0)  # the next watcher
     assert [fabric.cable_id(c) for c in again.drained] == ["z0-leaf1/6"]
     assert again.step() is None  # the tables in force already avoid it: nothing to do

@@ -133,9 +133,11 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
 
 def state_of(model_path: Path, target: Target) -> AsBuilt:
     """The model's design, what is declared down, and what the target observes down now."""
+    from .drains import drained_ids
+
     state = load_as_built(model_path)
-    try:
-        return state.with_observed(target.missing_cables(state.design))
+    try:  # the watcher's drains too: a plan during a drain keeps it (`drains`)
+        return state.with_observed(sorted(set(target.missing_cables(state.design)) | set(drained_ids(target.dir))))
     except TargetError as exc:
         raise PlanError(str(exc)) from None
 

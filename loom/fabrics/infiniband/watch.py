@@ -59,6 +59,7 @@ from loom.routing.asbuilt import unsettled
 from .apply import apply_tables
 from .checked import failing_checks
 from .design import as_it_stands, design_tables, last_applied
+from .drains import read_drained, write_drained
 from .health import Monitor
 from loom.push.errors import TargetError
 from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
@@ -114,7 +115,7 @@ class Watcher:
         self.monitor = Monitor(target, self.fabric) if health_interval is not None else None
         # links between switches: the ones a reroute can avoid (a node's only cable is ticketed, not drained)
         self.switch_links = frozenset(int(i) for i in np.flatnonzero(self.fabric.cables.a_kind != HOST))
-        self.drained: dict[int, list[str]] = self._recorded_drained()  # cable → what was seen when it was drained
+        self.drained: dict[int, list[str]] = read_drained(target.dir, self.fabric)  # cable → what was seen when drained
         self.links: list = []  # the last verdicts (`loom.checks.link_health.LinkHealth`), for the metrics
         self.returning: set[int] = set()  # drained links found clean, until the tables no longer avoid them
 
@@ -241,29 +242,9 @@ class Watcher:
         for c in clean_now:
             del self.drained[c]
         if self.drained != before:
-            self._record_drained()
+            write_drained(self.target.dir, self.fabric, self.drained)
             return True
         return False
-
-    def _recorded_drained(self) -> dict[int, list[str]]:
-        """The links `watch.drained.json` says a watcher drained (none if absent or unreadable)."""
-        from loom.expand.failures import FailureSpecError, parse_failures
-
-        try:
-            got = json.loads((self.target.dir / "watch.drained.json").read_text())["drained"]
-            return {next(iter(parse_failures(self.fabric, [str(n)]).cables)): list(v["seen"]) for n, v in got.items()}
-        except (OSError, ValueError, KeyError, TypeError, StopIteration, FailureSpecError):
-            return {}
-
-    def _record_drained(self) -> None:
-        from loom.files import write_atomic
-
-        path = self.target.dir / "watch.drained.json"
-        if self.drained:
-            body = {self.fabric.cable_id(c): {"seen": seen} for c, seen in sorted(self.drained.items())}
-            write_atomic(path, json.dumps({"drained": body}, indent=1) + "\n")
-        else:
-            path.unlink(missing_ok=True)
 
     def _reread_declared(self) -> None:
         """Take what the model and the lock declare down afresh when either file changed (an
