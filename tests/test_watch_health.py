@@ -191,3 +191,23 @@ def test_only_switch_links_are_drained_and_a_new_watcher_keeps_the_drain(applied
     assert [fabric.cable_id(c) for c in again.drained] == ["z0-leaf1/6"]
     assert again.step() is None  # the tables in force already avoid it: nothing to do
     assert not again.health_step()  # one reading: not yet clean_s of quiet counters
+
+
+def test_a_drain_never_cuts_a_switch_off(applied_model):
+    """Errors on all four uplinks of a leaf: three are drained, the last way out stays in service
+    (routing would silently leave the leaf and its nodes out of the tables, and no check refuses that)."""
+    d, model = applied_model
+    fabric = load_fabric(model)
+    w = Watcher(model, fabric, SimTarget(d), hold_down=0, health_interval=1.0)
+    assert not w.health_step() and w.step() is None
+    uplinks = ["z0-leaf0/5", "z0-leaf0/6", "z0-leaf0/7", "z0-leaf0/8"]
+    console(d.dir, [f'PerformanceSet "z0-leaf0"[{p.split("/")[1]}] PortCounters.SymbolErrorCounter=100' for p in uplinks])
+    assert w.health_step()
+    assert sorted(fabric.cable_id(c) for c in w.drained) == uplinks[:3]
+    assert [fabric.cable_id(c) for c in w.kept] == uplinks[3:]
+    e = w.step()
+    assert e.kind == "drain" and e.ok and e.changed == uplinks[:3], e
+    assert not w.applied.warnings  # nothing cut off
+    now = live(d, fabric)
+    leaf0 = next(r for r in range(now.subnet.n) if now.subnet.name(r) == "z0-leaf0")
+    assert set(now.lft[leaf0, now.subnet.ca_lids].tolist()) - {0, 1, 2, 3, 4} == {8}  # all upward traffic on the last uplink

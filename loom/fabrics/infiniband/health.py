@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from loom.checks.link_health import History, LinkHealth, cables_of_plane, judge
-from loom.expand import Fabric
+from loom.expand import HOST, Fabric
 from loom.routing import subnet
 
 
@@ -38,3 +40,25 @@ def survey(target, fabric: Fabric, interval: float) -> tuple[list[LinkHealth], f
     time.sleep(interval)
     m.read()
     return m.judge(), m.last_seconds
+
+
+def _pieces(fabric: Fabric, out: set[int]) -> int:
+    """Connected pieces of the switch graph (every switch a node) over the switch-to-switch cables
+    not in `out` and not on a switch the model lists as down."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    c, down = fabric.cables, np.array(sorted(fabric.down_switches), dtype=np.int64)
+    keep = (c.a_kind != HOST) & ~np.isin(c.a_dev, down) & ~np.isin(c.b_dev, down)
+    if out:
+        keep[list(out)] = False
+    n = len(fabric.switches)
+    graph = coo_matrix((np.ones(int(keep.sum())), (c.a_dev[keep], c.b_dev[keep])), shape=(n, n))
+    return connected_components(graph, directed=False)[0]
+
+
+def cuts_off(fabric: Fabric, out: set[int], more: set[int]) -> bool:
+    """Would taking the links `more` out of service, besides `out`, cut a switch (and its nodes)
+    off from the rest?  A physical failure may do that; a drain never does: routing would
+    silently leave the cut-off part out of the tables, which no check refuses."""
+    return _pieces(fabric, out | more) > _pieces(fabric, out)

@@ -60,7 +60,7 @@ from .apply import apply_tables
 from .checked import failing_checks
 from .design import as_it_stands, design_tables, last_applied
 from .drains import read_drained, write_drained
-from .health import Monitor
+from .health import Monitor, cuts_off
 from loom.push.errors import TargetError
 from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
 from loom.push.packing import digest_tables
@@ -113,11 +113,13 @@ class Watcher:
         # link health: None turns the port-counter readings off
         self.health_interval = health_interval
         self.monitor = Monitor(target, self.fabric) if health_interval is not None else None
-        # links between switches: the ones a reroute can avoid (a node's only cable is ticketed, not drained)
+        # links between switches: the ones a reroute can avoid (a node's only cable is ticketed, not
+        # drained), unless one is its switch's last way out (`health.cuts_off`)
         self.switch_links = frozenset(int(i) for i in np.flatnonzero(self.fabric.cables.a_kind != HOST))
         self.drained: dict[int, list[str]] = read_drained(target.dir, self.fabric)  # cable → what was seen when drained
         self.links: list = []  # the last verdicts (`loom.checks.link_health.LinkHealth`), for the metrics
         self.returning: set[int] = set()  # drained links found clean, until the tables no longer avoid them
+        self.kept: dict[int, list[str]] = {}  # failing links not drained: draining them would cut a switch off
 
     def _design(self) -> Tables:
         """The design tables, found as plan finds them (`design.design_tables`)."""
@@ -231,12 +233,16 @@ class Watcher:
         self.monitor.read()
         self.links = self.monitor.judge()
         before, clean = dict(self.drained), self.monitor.policy.clean_s
+        self.kept = {}
         quiet = lambda c: self.monitor.history.quiet(end_keys(self.fabric, c), clean)
         for h in self.links:
             # a link returned while its old errors are still in the window is drained again only if they grow
             if h.verdict == "failing" and h.cable in self.switch_links and h.cable not in self.drained \
                     and h.cable not in self.seen_down and not quiet(h.cable):
-                self.drained[h.cable] = h.seen
+                if cuts_off(self.fabric, set(self.around | self.seen_down) | set(self.drained), {h.cable}):
+                    self.kept[h.cable] = h.seen  # its switch's last way out: failing, reported, kept in service
+                else:
+                    self.drained[h.cable] = h.seen
         clean_now = {c for c in before if quiet(c)}
         self.returning |= clean_now
         for c in clean_now:
