@@ -211,3 +211,21 @@ def test_a_drain_never_cuts_a_switch_off(applied_model):
     now = live(d, fabric)
     leaf0 = next(r for r in range(now.subnet.n) if now.subnet.name(r) == "z0-leaf0")
     assert set(now.lft[leaf0, now.subnet.ca_lids].tolist()) - {0, 1, 2, 3, 4} == {8}  # all upward traffic on the last uplink
+
+
+def test_a_drain_whose_reroute_fails_a_check_is_given_up_not_retried(applied_model, monkeypatch):
+    d, model = applied_model
+    fabric = load_fabric(model)
+    w = Watcher(model, fabric, SimTarget(d), hold_down=0, health_interval=1.0)
+    assert not w.health_step() and w.step() is None
+    monkeypatch.setattr(w, "_failing", lambda tables, checked: [] if tables is w.design else ["a planted check"])
+    console(d.dir, ['PerformanceSet "z0-leaf1"[6] PortCounters.SymbolErrorCounter=100'])
+    assert w.health_step()
+    e = w.step()
+    assert e.kind == "refused" and not e.ok and "a planted check" in e.message and e.cables_down == [], e
+    assert w.drained == {} and [fabric.cable_id(c) for c in w.kept] == ["z0-leaf1/6"]
+    assert not (d.dir / "watch.drained.json").exists()
+    assert w.step() is None  # not tried again at every step
+    console(d.dir, ['PerformanceSet "z0-leaf1"[6] PortCounters.SymbolErrorCounter=200'])
+    assert not w.health_step() and w.step() is None  # nor at the next reading while it keeps failing
+    assert [e["kind"] for e in events(d)] == ["refused"]

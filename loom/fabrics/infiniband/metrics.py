@@ -53,7 +53,7 @@ class WatcherCollector(Collector):
         yield GaugeMetricFamily("loom_links_drained", "links the watcher routes around for their errors",
                                 value=len(w.drained), labels=None)
         yield GaugeMetricFamily("loom_links_failing_kept", "failing links left in service: draining them would cut a "
-                                "switch off", value=len(w.kept), labels=None)
+                                "switch off, or their reroute failed a check", value=len(w.kept), labels=None)
         yield from self._destinations(fabric)
         yield from self._last_event(fabric)
 

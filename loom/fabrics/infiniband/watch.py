@@ -119,7 +119,8 @@ class Watcher:
         self.drained: dict[int, list[str]] = read_drained(target.dir, self.fabric)  # cable → what was seen when drained
         self.links: list = []  # the last verdicts (`loom.checks.link_health.LinkHealth`), for the metrics
         self.returning: set[int] = set()  # drained links found clean, until the tables no longer avoid them
-        self.kept: dict[int, list[str]] = {}  # failing links not drained: draining them would cut a switch off
+        self.kept: dict[int, list[str]] = {}  # failing links not drained: it would cut a switch off, or was refused
+        self.refused_drains: set[int] = set()  # drains whose reroute failed a check: not tried again while failing
 
     def _design(self) -> Tables:
         """The design tables, found as plan finds them (`design.design_tables`)."""
@@ -201,6 +202,7 @@ class Watcher:
         if failed:
             event = Event("refused", sorted(self.fabric.cable_id(c) for c in self.down), changed, detected, seconds,
                           ok=False, message=f"the reroute fails {failed[0]}; the tables in force stay")
+            self._give_up_drains(around - self.around)
         else:
             t3 = time.perf_counter()
             drains = {self.fabric.cable_id(c): seen for c, seen in self.drained.items() if c in around}
@@ -216,6 +218,16 @@ class Watcher:
         event.seconds["total"] = round(time.perf_counter() - t0, 3)
         self._write(event)
         return event
+
+    def _give_up_drains(self, going: frozenset) -> None:
+        """Drains whose reroute was refused stay in service (reported failing) instead of being
+        tried again at every step; they are not drained again while they keep failing."""
+        refused = going & set(self.drained)
+        for c in refused:
+            self.kept[c] = self.drained.pop(c)
+        self.refused_drains |= refused
+        if refused:
+            write_drained(self.target.dir, self.fabric, self.drained)
 
     def _kind(self, going: frozenset, coming: frozenset, found: frozenset) -> str:
         """down / up for links that failed or came back, drain / return for the watcher's drains."""
@@ -234,12 +246,13 @@ class Watcher:
         self.links = self.monitor.judge()
         before, clean = dict(self.drained), self.monitor.policy.clean_s
         self.kept = {}
+        self.refused_drains &= {h.cable for h in self.links if h.verdict == "failing"}
         quiet = lambda c: self.monitor.history.quiet(end_keys(self.fabric, c), clean)
         for h in self.links:
             # a link returned while its old errors are still in the window is drained again only if they grow
             if h.verdict == "failing" and h.cable in self.switch_links and h.cable not in self.drained \
                     and h.cable not in self.seen_down and not quiet(h.cable):
-                if cuts_off(self.fabric, set(self.around | self.seen_down) | set(self.drained), {h.cable}):
+                if h.cable in self.refused_drains or cuts_off(self.fabric, set(self.around | self.seen_down) | set(self.drained), {h.cable}):
                     self.kept[h.cable] = h.seen  # its switch's last way out: failing, reported, kept in service
                 else:
                     self.drained[h.cable] = h.seen
