@@ -125,3 +125,21 @@ def test_fire_flyer_over_ssh_apply_no_changes_failover(tmp_path, monkeypatch):
         wait_for("the standby to take over", lambda: "Entering MASTER state" in log_text(log) and sweeps(log) > before, 120)
         assert "file tables configured" in log_text(log).split("Entering MASTER state")[-1]
         assert mismatch(pair.dump_fts(), want) is None
+
+
+def test_health_reads_every_cable_end_over_ssh(pair, ssh_state, tmp_path):
+    """`loom health --target ssh`: the port counters are read where the master's port is (its
+    python3 and libibmad, as the other reads), both ends of every cable."""
+    import threading
+
+    from loom.fabrics.infiniband.sim import console
+
+    code, out = loom("health", TINY, *ssh_state, "--interval", "0", "--json")
+    assert code == 0, out
+    report = json.loads(out[out.index("{"):])
+    assert report["links"] == 60 and report["counts"]["healthy"] == 60 and report["unhealthy"] == [], report
+    plant = threading.Timer(0.8, lambda: console(pair.sim.dir, ['PerformanceSet "z0-leaf2"[6] PortCounters.SymbolErrorCounter=900']))
+    plant.start()
+    code, out = loom("health", TINY, *ssh_state, "--interval", "2.5")
+    plant.join()
+    assert code == 1 and "failing  z0-leaf2/6: z0-leaf2/6 SymbolErrorCounter 900/h" in out, out

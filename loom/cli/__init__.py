@@ -5,6 +5,7 @@ the pipeline (`loom.pipeline`) or the fabric's backend (`loom.fabrics`) and prin
     model       validate, show, expand, lock, configs, inventory, host
     routing     route, check, whatif, discover, diff       (sides: a change's two models)
     asbuilt     status, mark down|up: the fabric as it stands
+    health      health: link health from port counters
     push        sim, watch, plan, apply, show PLAN
     cabling     cabling sheet|diff
     scheduling  slurm, ranks
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import typer
 
-from . import asbuilt, cabling, docs, model, netbox, push, routing, scheduling, terraform
+from . import asbuilt, cabling, docs, health, model, netbox, push, routing, scheduling, terraform
 from .common import JSON_ERRORS, out
 
 app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.", rich_markup_mode=None)
@@ -29,7 +30,7 @@ COMMANDS = [
     ("validate", model.validate), ("show", model.show), ("expand", model.expand_cmd), ("route", routing.route_cmd),
     ("check", routing.check), ("whatif", routing.whatif), ("discover", routing.discover), ("lock", model.lock_cmd),
     ("docs", docs.docs), ("diff", routing.diff_cmd), ("configs", model.configs), ("inventory", model.inventory_cmd),
-    ("status", asbuilt.status), ("watch", push.watch), ("plan", push.plan), ("apply", push.apply), ("ranks", scheduling.ranks_cmd),
+    ("status", asbuilt.status), ("health", health.health), ("watch", push.watch), ("plan", push.plan), ("apply", push.apply), ("ranks", scheduling.ranks_cmd),
     ("slurm", scheduling.slurm_cmd), ("fabric", terraform.fabric_cmd),
 ]
 GROUPS = [("host", model.host_app), ("mark", asbuilt.mark_app), ("sim", push.sim_app), ("cabling", cabling.cabling_app), ("tf", terraform.tf_app),

@@ -96,10 +96,16 @@ def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | N
           hold_down: float = typer.Option(10.0, "--hold-down", min=0, help="a cable that comes back counts as down "
                                           "until it has stayed up this long (seconds)"),
           duration: float | None = typer.Option(None, "--for", min=0, help="stop after this many seconds (default: "
-                                                "until Ctrl-C / SIGTERM)")) -> None:
+                                                "until Ctrl-C / SIGTERM)"),
+          health_interval: float = typer.Option(3.0, "--health-interval", min=0, help="read every cable's port counters "
+                                                "this often (seconds) and drain links that fail (docs/health.md); 0: never"),
+          metrics: str | None = typer.Option(None, "--metrics", metavar="HOST:PORT", help="serve Prometheus metrics "
+                                             "here, e.g. 127.0.0.1:9464 (link health, error rates, destinations per "
+                                             "port, last reroute)")) -> None:
     """Follow the fabric beside OpenSM: when cables or switches go down, apply the minimal-churn
     reroute (checked, through the same lock, journal and read-back as apply); when they are
-    back and stable, return to the design tables.  Every event goes to the screen and to
+    back and stable, return to the design tables; drain links whose port counters say they are
+    failing and return them when clean (docs/health.md).  Every event goes to the screen and to
     watch.log in the fabric's state directory, with the time from detection to verified tables.
 
     Exit 0 when stopped (--for, Ctrl-C, SIGTERM); 1 when the target cannot be reached."""
@@ -112,7 +118,16 @@ def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | N
     backend = backend_of(fabric)
     with refusals(model):
         t = backend.target(fabric, target, inventory, ssh_config)
-        w = backend.watcher(model, fabric, t, hold_down, _print_event)
+        hooks = [_print_event]
+        w = backend.watcher(model, fabric, t, hold_down, lambda e: [h(e) for h in hooks], health_interval or None)
+        server = None
+        if metrics:
+            try:
+                collector, server = backend.serve_metrics(w, metrics)
+            except (ValueError, OSError) as exc:
+                raise input_error(exc if isinstance(exc, ValueError) else f"--metrics {metrics}: {exc}", 2) from None
+            hooks.insert(0, collector.count)
+            progress(f"metrics at http://{metrics}/metrics")
     stop = [False]
     end = time.monotonic() + duration if duration is not None else None
 
@@ -128,6 +143,10 @@ def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | N
               ready=lambda: progress(f"first discovery done: {len(w.down)} cables routed around; watching"))
     except (PlanError, TargetError) as exc:
         fail(exc)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
     progress("watcher stopped" + (f"; the fabric is routed around {', '.join(sorted(map(w.fabric.cable_id, w.down)))}"
                                    if w.down else ""))
 

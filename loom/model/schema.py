@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from .names import EnvVar, Name
 
@@ -320,6 +320,50 @@ class Slurm(Strict):
                                           "default: the smallest block's size and its doublings up to the block count")
 
 
+class ErrorLimit(Strict):
+    degraded: float = Field(ge=0, le=1e12, description="errors per hour from which the link is degraded (reported)")
+    failing: float = Field(ge=0, le=1e12, description="errors per hour from which the link is failing (drained by the watcher)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "ErrorLimit":
+        if self.failing < self.degraded:
+            raise ValueError(f"failing ({self.failing:g}) is below degraded ({self.degraded:g}): a link would be drained "
+                             "before it is reported; give failing at least degraded")
+        return self
+
+
+#: Default limits, errors per hour.  `degraded` is infiniband-diags' old `ibcheckerrs` threshold
+#: (10 for each of these counters), read per hour instead of since the last reset; LinkDowned
+#: degrades at any count.  `failing` is one error a minute (600/h; two link-downs a minute):
+#: Loom's choice, well under the ~720 bit errors an hour that the IBTA's 1e-12 raw bit error
+#: rate still allows at HDR, because a cable that shows symbol errors every minute after FEC is
+#: the cable that goes dark next (the "flash cuts" of Fire-Flyer 2, seed 000 §VII).
+HEALTH_LIMITS: dict[str, ErrorLimit] = {
+    "SymbolErrorCounter": ErrorLimit(degraded=10, failing=600),
+    "LinkErrorRecoveryCounter": ErrorLimit(degraded=10, failing=600),
+    "LinkDownedCounter": ErrorLimit(degraded=1, failing=120),
+    "PortRcvErrors": ErrorLimit(degraded=10, failing=600),
+    "LocalLinkIntegrityErrors": ErrorLimit(degraded=10, failing=600),
+    "ExcessiveBufferOverrunErrors": ErrorLimit(degraded=10, failing=600),
+}
+ErrorCounter = Literal["SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortRcvErrors",
+                       "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors"]
+
+
+class Health(Strict):
+    """How `loom health` and `loom watch` judge a link from its port counters (`loom.checks.link_health`)."""
+
+    window_s: float = Field(3600.0, gt=0, le=7 * 86_400, description="error rates are taken over at least this "
+                            "many seconds of readings (a burst counts as spread over the whole window)")
+    clean_s: float = Field(600.0, ge=0, le=7 * 86_400, description="a link the watcher drained returns once no error "
+                           "counter of either end has grown for this many seconds")
+    limits: dict[ErrorCounter, ErrorLimit] = Field(default_factory=dict, description="errors per hour per PortCounters "
+                                                   "counter; counters not named keep the defaults (see docs/health.md)")
+
+    def limit(self, counter: str) -> ErrorLimit:
+        return self.limits.get(counter) or HEALTH_LIMITS[counter]
+
+
 class Qos(Strict):
     classes: list[TrafficClass] = Field(min_length=1, max_length=16, description="traffic classes")
     limits: QosLimits = Field(default_factory=QosLimits, description="hardware limits of the fabric's ports")
@@ -389,6 +433,7 @@ class Model(Strict):
     partitions: list[Partition] = Field(default_factory=list, max_length=1024, description="InfiniBand partitions "
                                         "(tenants): who may talk to whom, by P_Key; see docs/partitions.md")
     slurm: Slurm = Field(default_factory=Slurm, description="Slurm topology: which nodes it schedules, block sizes")
+    health: Health = Field(default_factory=Health, description="InfiniBand: link health limits (`loom health`, `loom watch`)")
     relayout: bool = Field(False, description="place everything by policy, ignoring the lock file: devices may change "
                            "rack, RU, leaf or port and LIDs may be renumbered, and `loom diff` accepts that churn")
 

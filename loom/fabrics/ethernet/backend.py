@@ -180,9 +180,16 @@ class Ethernet:
         return apply_frr_plan(plan, plan_path, progress=progress, keep_live=keep_live)
 
     # ---------------------------------------------------------------- InfiniBand only
-    def watcher(self, model: Path, fabric: Fabric, target, hold_down: float, log: Callable):
+    def watcher(self, model: Path, fabric: Fabric, target, hold_down: float, log: Callable,
+                health_interval: float | None = None):
         raise Unsupported(f"{model}: the watcher follows OpenSM on InfiniBand fabrics; {fabric.name} is ethernet "
                           "(BGP reroutes around a failed link by itself)")
+
+    def serve_metrics(self, watcher, address: str):
+        raise Unsupported("--metrics serves the InfiniBand watcher's metrics")
+
+    def link_health(self, model: Path, fabric: Fabric, target, interval: float) -> tuple[list, float]:
+        raise Unsupported(f"{model}: link health reads InfiniBand port counters (PMA); {fabric.name} is ethernet")
 
     def require_discovery(self, model: Path, fabric: Fabric) -> None:
         raise Unsupported(f"{model}: discover reads InfiniBand fabrics (ibnetdiscover); {fabric.name} is {fabric.technology}")

@@ -212,10 +212,24 @@ class InfiniBand:
         return apply_plan(plan, plan_path, progress=progress, keep_live=keep_live)
 
     # ---------------------------------------------------------------- InfiniBand only
-    def watcher(self, model: Path, fabric: Fabric, target, hold_down: float, log: Callable):
+    def watcher(self, model: Path, fabric: Fabric, target, hold_down: float, log: Callable,
+                health_interval: float | None = None):
         from .watch import Watcher
 
-        return Watcher(model, fabric, target, hold_down=hold_down, log=log)
+        return Watcher(model, fabric, target, hold_down=hold_down, log=log, health_interval=health_interval)
+
+    def serve_metrics(self, watcher, address: str):
+        """Prometheus text at `address` (`loom.fabrics.infiniband.metrics`); returns (collector, server)."""
+        from .metrics import serve
+
+        return serve(watcher, address)
+
+    def link_health(self, model: Path, fabric: Fabric, target, interval: float) -> tuple[list, float]:
+        """Two readings of every cable's port counters `interval` seconds apart, judged per link."""
+        from .health import survey
+
+        target.health()
+        return survey(target, fabric, interval)
 
     def require_discovery(self, model: Path, fabric: Fabric) -> None:
         pass  # ibnetdiscover reads every InfiniBand fabric

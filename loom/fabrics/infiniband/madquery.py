@@ -1,5 +1,6 @@
 """Many SMP queries from one process: SL2VL and VLArb tables, or blocks of forwarding tables, by
-directed route, through libibmad (ctypes).  `smpquery` starts a process per query, which costs minutes on a fabric with
+directed route, through libibmad (ctypes); and PMA queries (port counters, the GMPs `perfquery`
+sends), which go by LID.  `smpquery` starts a process per query, which costs minutes on a fabric with
 thousands of ports; this helper answers them all in one run.
 
 Run as `python -m loom.fabrics.infiniband.madquery` with the simulator's environment (LD_PRELOAD=umad2sim):
@@ -13,9 +14,21 @@ import ctypes
 import json
 import sys
 
-SMI_CLASS, SMI_DIRECT_CLASS = 0x01, 0x81
+SMI_CLASS, SMI_DIRECT_CLASS, PERF_CLASS = 0x01, 0x81, 0x04
 ATTR_PORTINFO, ATTR_PKEYS, ATTR_SL2VL, ATTR_VLARB, ATTR_LFT = 0x15, 0x16, 0x17, 0x18, 0x19
+ATTR_PORT_COUNTERS, ATTR_PORT_COUNTERS_EXT = 0x12, 0x1D
+QP1_QKEY = 0x80010000
 TIMEOUT_MS = 2000
+
+# PortCounters (IBA 16.1.3.5): name → (byte offset in the attribute, bytes); LocalLinkIntegrity
+# and ExcessiveBufferOverrun share byte 19 (high and low nibble)
+PORT_COUNTERS = {"SymbolErrorCounter": (4, 2), "LinkErrorRecoveryCounter": (6, 1), "LinkDownedCounter": (7, 1),
+                 "PortRcvErrors": (8, 2), "PortRcvRemotePhysicalErrors": (10, 2), "PortRcvSwitchRelayErrors": (12, 2),
+                 "PortXmitDiscards": (14, 2), "PortXmitConstraintErrors": (16, 1), "PortRcvConstraintErrors": (17, 1),
+                 "VL15Dropped": (22, 2), "PortXmitData": (24, 4), "PortRcvData": (28, 4), "PortXmitPkts": (32, 4),
+                 "PortRcvPkts": (36, 4)}
+# PortCountersExtended (IBA 16.1.4.1): the 64-bit data and packet counters
+PORT_COUNTERS_EXT = {"PortXmitData": 8, "PortRcvData": 16, "PortXmitPkts": 24, "PortRcvPkts": 32}
 
 
 class DrPath(ctypes.Structure):
@@ -36,12 +49,16 @@ class Mad:
         self.lib.smp_query_via.argtypes = [ctypes.c_void_p, ctypes.POINTER(PortId), ctypes.c_uint, ctypes.c_uint,
                                            ctypes.c_uint, ctypes.c_void_p]
         self.lib.str2drpath.argtypes = [ctypes.POINTER(DrPath), ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
-        classes = (ctypes.c_int * 2)(SMI_CLASS, SMI_DIRECT_CLASS)
-        self.port = self.lib.mad_rpc_open_port(None, 0, classes, 2)
+        self.lib.pma_query_via.restype = ctypes.c_void_p
+        self.lib.pma_query_via.argtypes = [ctypes.c_void_p, ctypes.POINTER(PortId), ctypes.c_int, ctypes.c_uint,
+                                           ctypes.c_uint, ctypes.c_void_p]
+        classes = (ctypes.c_int * 3)(SMI_CLASS, SMI_DIRECT_CLASS, PERF_CLASS)
+        self.port = self.lib.mad_rpc_open_port(None, 0, classes, 3)
         if not self.port:
             raise RuntimeError("cannot open the local IB port (is the simulator up?)")
 
         self.buf = ctypes.create_string_buffer(64)
+        self.pma_buf = ctypes.create_string_buffer(1024)  # the request's data going out, the answer's coming back
         self.paths: dict[str, PortId] = {}  # a switch is asked dozens of times by the same route
 
     def query(self, path: str, attr: int, mod: int) -> bytes:
@@ -55,6 +72,43 @@ class Mad:
         if not self.lib.smp_query_via(self.buf, ctypes.byref(pid), attr, mod, TIMEOUT_MS, self.port):
             raise RuntimeError(f"no answer from {path} (attribute {attr:#x}, modifier {mod:#x})")
         return self.buf.raw
+
+    def pma(self, lid: int, port: int, attr: int) -> bytes:
+        """One PMA Get (PortCounters or PortCountersExtended) of `port` of the node at `lid`."""
+        pid = PortId()
+        pid.lid, pid.qp, pid.qkey = lid, 1, QP1_QKEY
+        ctypes.memset(self.pma_buf, 0, len(self.pma_buf))
+        if not self.lib.pma_query_via(self.pma_buf, ctypes.byref(pid), port, TIMEOUT_MS, attr, self.port):
+            raise RuntimeError(f"no PMA answer from LID {lid} port {port} (attribute {attr:#x})")
+        return self.pma_buf.raw[:192]
+
+
+def port_counters(raw: bytes) -> dict[str, int]:
+    out = {name: int.from_bytes(raw[at:at + n], "big") for name, (at, n) in PORT_COUNTERS.items()}
+    out["LocalLinkIntegrityErrors"], out["ExcessiveBufferOverrunErrors"] = raw[19] >> 4, raw[19] & 0xF
+    return out
+
+
+def port_counters_ext(raw: bytes) -> dict[str, int]:
+    return {name: int.from_bytes(raw[at:at + 8], "big") for name, at in PORT_COUNTERS_EXT.items()}
+
+
+def link(raw: bytes) -> list[int]:
+    """[PortState, LinkWidthActive, LinkSpeedActive, LinkSpeedExtActive] from PortInfo (bytes 32,
+    31, 35 high nibble, 62 high nibble)."""
+    return [raw[32] & 0xF, raw[31], raw[35] >> 4, raw[62] >> 4]
+
+
+def counters(mad: Mad, q: dict) -> dict:
+    """PortCounters (and PortCountersExtended where the node answers it) of q["counters"] ports."""
+    out, ext = {}, {}
+    for p in q["counters"]:
+        out[str(p)] = port_counters(mad.pma(q["lid"], p, ATTR_PORT_COUNTERS))
+        try:
+            ext[str(p)] = port_counters_ext(mad.pma(q["lid"], p, ATTR_PORT_COUNTERS_EXT))
+        except RuntimeError:
+            pass  # an old node without the extended counters: the 32-bit ones stand
+    return {"key": q["key"], "counters": out, "ext": ext}
 
 
 def sl2vl(raw: bytes) -> list[int]:
@@ -72,7 +126,13 @@ def answer(mad: Mad, q: dict) -> dict:
     {"key", "path", "lft": [block numbers]} for forwarding-table blocks (64 ports each), or
     {"key", "path", "states": [ports]} for ports' PortState (PortInfo byte 32, low nibble:
     1 down, 2 init, 3 armed, 4 active), or {"key", "path", "pkeys": port} for the first block
-    of a port's P_Key table (port 0 for a CA: its own port)."""
+    of a port's P_Key table (port 0 for a CA: its own port), or {"key", "path", "links": [ports]}
+    for their state, active width and speeds (`link`), or {"key", "lid", "counters": [ports]}
+    for their PMA counters (`counters`)."""
+    if "counters" in q:
+        return counters(mad, q)
+    if "links" in q:
+        return {"key": q["key"], "links": {str(p): link(mad.query(q["path"], ATTR_PORTINFO, p)) for p in q["links"]}}
     if "lft" in q:
         return {"key": q["key"], "lft": {str(b): list(mad.query(q["path"], ATTR_LFT, b)[:64]) for b in q["lft"]}}
     if "pkeys" in q:  # P_Key table block 0 (32 entries, big-endian); a switch port's in the modifier's high half

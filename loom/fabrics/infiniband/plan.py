@@ -139,9 +139,11 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
 
 def state_of(model_path: Path, target: Target) -> AsBuilt:
     """The model's design, what is declared down, and what the target observes down now."""
+    from .drains import drained_ids
+
     state = load_as_built(model_path)
-    try:
-        return state.with_observed(target.missing_cables(state.design))
+    try:  # the watcher's drains too: a plan during a drain keeps it (`drains`)
+        return state.with_observed(sorted(set(target.missing_cables(state.design)) | set(drained_ids(target.dir))))
     except TargetError as exc:
         raise PlanError(str(exc)) from None
 
@@ -170,11 +172,11 @@ def _new_switches(sn, last: Tables | None) -> list[str]:
 
 def routing_key(fabric: Fabric) -> str:
     """A digest of everything routing reads — the model's settings, every switch, port and cable
-    as expanded (lock file and catalogue included) — and of loom's version.  Partitions are left
-    out: they change who may talk, never a route."""
+    as expanded (lock file and catalogue included) — and of loom's version.  Partitions and the
+    health limits are left out: they change who may talk and when a link is drained, never a route."""
     import loom
 
-    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json(exclude={'partitions'})}\n".encode())
+    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json(exclude={'partitions', 'health'})}\n".encode())
     h.update(json.dumps([(s.name, s.guid, s.lid, s.ports, s.role, s.zone, s.plane) for s in fabric.switches]).encode())
     h.update(json.dumps([(p.ca, p.port, p.guid, p.lid, p.plane, p.zone) for p in fabric.ports]).encode())
     c = fabric.cables

@@ -152,6 +152,12 @@ class SshTarget:
     def sm_ca(self) -> str:
         return self.master.ca
 
+    def read_ports(self, fabric: Fabric, sn: Subnet) -> dict:
+        """The port counters by the master's python3 and libibmad, as `smp` answers everything."""
+        from .port_counters import read_ports
+
+        return read_ports(self, fabric, sn)
+
     def smp(self, jobs: list[dict], what: str, every: bool = True) -> list[dict]:
         """Answer SMP queries on the master (`loom.fabrics.infiniband.madquery`'s code, run by its python3)."""
         from . import madquery

@@ -64,6 +64,10 @@ class Target(Protocol):
     def read_qos(self, sn: Subnet) -> dict:
         """SL2VL and VLArb of every cabled port, by directed route from the master's port."""
 
+    def read_ports(self, fabric: Fabric, sn: Subnet) -> dict:
+        """Port counters, state, active width and speed of both ends of every cable of `sn`'s
+        plane (`loom.fabrics.infiniband.port_counters.read_ports`: what the health checks judge)."""
+
     def sm_ca(self) -> str:
         """The CA whose port the master's OpenSM uses (directed routes start there)."""
 
@@ -142,6 +146,11 @@ class SimTarget:
 
     def read_qos(self, sn: Subnet) -> dict:
         return read_qos(self.d, sn)
+
+    def read_ports(self, fabric: Fabric, sn: Subnet) -> dict:
+        from .port_counters import read_ports
+
+        return read_ports(self, fabric, sn)
 
     def sm_ca(self) -> str:
         return self.d.sm_host

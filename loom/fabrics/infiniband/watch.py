@@ -20,8 +20,19 @@ second); a cable that goes down is acted on at once.  A new watcher starts from 
 one routed around (`watch.down.json`) and makes sure loom's last tables are the ones for the
 fabric as it finds it (its predecessor may have died in the middle of a reroute).
 
+Failing links are drained the same way (`drained`): every `health_interval` seconds the
+watcher reads the port counters of both ends of every cable (`health.Monitor`, judged by
+`loom.checks.link_health`); a link whose error rates reach the model's failing limits is
+routed around like a cable that went down — the same minimal-churn reroute, checked, applied
+and read back — although it is still up.  It is held down in the watcher's own state
+(`watch.drained.json`: a drain is the watcher's judgement, not an operator's `loom mark`,
+and a new watcher keeps it) until no error counter of either end has grown for the model's
+`health.clean_s` seconds; then it is returned, again by the same path.  A counter reset by
+another tool (`perfquery -R`) counts as no errors, never as a reason to act.
+
 Every event is logged (JSON lines, `watch.log` in the target's state directory) with the time
-from detection to verified tables and the entries changed.
+from detection to verified tables and the entries changed; every apply is in the audit log,
+a drain with what was seen on the link.
 """
 
 from __future__ import annotations
@@ -32,9 +43,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from loom.checks import check_tables
 from loom.checks.cabling import compare
-from loom.expand import Fabric
+from loom.checks.link_health import end_keys
+from loom.expand import HOST, Fabric
 from loom.expand.asbuilt import AsBuilt, Down, load_as_built
 from loom.expand.failures import FailureSet, without
 from loom.expand.live import parse_ibnetdiscover
@@ -45,6 +59,8 @@ from loom.routing.asbuilt import unsettled
 from .apply import apply_tables
 from .checked import failing_checks
 from .design import as_it_stands, design_tables, last_applied
+from .drains import read_drained, write_drained
+from .health import Monitor, cuts_off
 from loom.push.errors import TargetError
 from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
 from loom.push.packing import digest_tables
@@ -53,7 +69,7 @@ from .target import Target
 
 @dataclass
 class Event:
-    kind: str  # down | up | refused | failed
+    kind: str  # down | up | drain | return | refused | failed
     cables_down: list[str]  # cables the applied tables route around (after the event)
     changed: list[str]  # cables that went down or came back
     detected: str  # wall-clock time the change was noticed
@@ -68,7 +84,8 @@ class Event:
 
 class Watcher:
     def __init__(self, model: Path, fabric: Fabric, target: Target, engine: str = "auto",
-                 hold_down: float = 10.0, log: Callable[[Event], None] = lambda e: None) -> None:
+                 hold_down: float = 10.0, log: Callable[[Event], None] = lambda e: None,
+                 health_interval: float | None = None) -> None:
         self.model, self.target = Path(model), target
         # the design, and what the model and the lock declare down (`loom.expand.asbuilt`): routed
         # around whatever discovery says, as plan does
@@ -93,6 +110,17 @@ class Watcher:
         self._design_failing: list[str] | None = [] if self.applied is not None else None
         self.back_since: dict[int, float] = {}  # cable → when it was seen up again
         self._log_offset = 0
+        # link health: None turns the port-counter readings off
+        self.health_interval = health_interval
+        self.monitor = Monitor(target, self.fabric) if health_interval is not None else None
+        # links between switches: the ones a reroute can avoid (a node's only cable is ticketed, not
+        # drained), unless one is its switch's last way out (`health.cuts_off`)
+        self.switch_links = frozenset(int(i) for i in np.flatnonzero(self.fabric.cables.a_kind != HOST))
+        self.drained: dict[int, list[str]] = read_drained(target.dir, self.fabric)  # cable → what was seen when drained
+        self.links: list = []  # the last verdicts (`loom.checks.link_health.LinkHealth`), for the metrics
+        self.returning: set[int] = set()  # drained links found clean, until the tables no longer avoid them
+        self.kept: dict[int, list[str]] = {}  # failing links not drained: it would cut a switch off, or was refused
+        self.refused_drains: set[int] = set()  # drains whose reroute failed a check: not tried again while failing
 
     def _design(self) -> Tables:
         """The design tables, found as plan finds them (`design.design_tables`)."""
@@ -149,18 +177,19 @@ class Watcher:
         self._reread_declared()
         found = self.cables_down()
         seconds = {"discover": round(time.perf_counter() - t0, 3)}
-        for c in (self.down - found) if self.synced else ():  # a new watcher holds nothing down: what is up is up
+        # a new watcher holds nothing down: what is up is up; a drained link served its hold-down (clean_s)
+        for c in (self.down - found - set(self.drained) - self.returning) if self.synced else ():
             self.back_since.setdefault(c, now)
         for c in found:
             self.back_since.pop(c, None)
         held = {c for c, t in self.back_since.items() if now - t < self.hold_down}
         self.back_since = {c: t for c, t in self.back_since.items() if c in held}
-        want = frozenset(found | held)
+        want = frozenset(found | held | set(self.drained))
         if want == self.down and self.synced:
             return None
         around = want | self.state.cables_down  # observed and declared
         changed = sorted(self.fabric.cable_id(c) for c in around ^ self.around)
-        kind = "down" if around - self.around else "up"
+        kind = self._kind(around - self.around, self.around - around, found)
         t1 = time.perf_counter()
         tables, failed, checking = self._reroute(want)
         if not changed and self._is_last_applied(tables):  # a new watcher, and loom's tables are right
@@ -173,18 +202,68 @@ class Watcher:
         if failed:
             event = Event("refused", sorted(self.fabric.cable_id(c) for c in self.down), changed, detected, seconds,
                           ok=False, message=f"the reroute fails {failed[0]}; the tables in force stay")
+            self._give_up_drains(around - self.around)
         else:
             t3 = time.perf_counter()
-            result = apply_tables(self.target, self.model, tables, "watch", previous=checked, cables_down=names)
+            drains = {self.fabric.cable_id(c): seen for c, seen in self.drained.items() if c in around}
+            result = apply_tables(self.target, self.model, tables, "watch", previous=checked, cables_down=names,
+                                  **({"drained": drains} if drains else {}))
             seconds["apply"] = round(time.perf_counter() - t3, 3)
             if result.ok:
                 self.down, self.applied, self.synced, self.around = want, tables, True, around
+                self.returning &= around
                 self._record_down()
             event = Event(kind if result.ok else "failed", sorted(self.fabric.cable_id(c) for c in self.down), changed,
                           detected, seconds, result.entries_changed, result.ok, result.message)
         event.seconds["total"] = round(time.perf_counter() - t0, 3)
         self._write(event)
         return event
+
+    def _give_up_drains(self, going: frozenset) -> None:
+        """Drains whose reroute was refused stay in service (reported failing) instead of being
+        tried again at every step; they are not drained again while they keep failing."""
+        refused = going & set(self.drained)
+        for c in refused:
+            self.kept[c] = self.drained.pop(c)
+        self.refused_drains |= refused
+        if refused:
+            write_drained(self.target.dir, self.fabric, self.drained)
+
+    def _kind(self, going: frozenset, coming: frozenset, found: frozenset) -> str:
+        """down / up for links that failed or came back, drain / return for the watcher's drains."""
+        if going:
+            return "drain" if not (going & found) and going <= set(self.drained) else "down"
+        return "return" if coming and coming <= self.returning else "up"
+
+    # ------------------------------------------------------------------ link health
+    def health_step(self) -> bool:
+        """Read every cable's port counters and judge the links: drain those failing, return
+        drained ones whose counters stayed still for `health.clean_s`.  True when the set of
+        drained links changed (the caller then steps: `run` does at once)."""
+        if self.monitor is None:
+            return False
+        self.monitor.read()
+        self.links = self.monitor.judge()
+        before, clean = dict(self.drained), self.monitor.policy.clean_s
+        self.kept = {}
+        self.refused_drains &= {h.cable for h in self.links if h.verdict == "failing"}
+        quiet = lambda c: self.monitor.history.quiet(end_keys(self.fabric, c), clean)
+        for h in self.links:
+            # a link returned while its old errors are still in the window is drained again only if they grow
+            if h.verdict == "failing" and h.cable in self.switch_links and h.cable not in self.drained \
+                    and h.cable not in self.seen_down and not quiet(h.cable):
+                if h.cable in self.refused_drains or cuts_off(self.fabric, set(self.around | self.seen_down) | set(self.drained), {h.cable}):
+                    self.kept[h.cable] = h.seen  # its switch's last way out: failing, reported, kept in service
+                else:
+                    self.drained[h.cable] = h.seen
+        clean_now = {c for c in before if quiet(c)}
+        self.returning |= clean_now
+        for c in clean_now:
+            del self.drained[c]
+        if self.drained != before:
+            write_drained(self.target.dir, self.fabric, self.drained)
+            return True
+        return False
 
     def _reread_declared(self) -> None:
         """Take what the model and the lock declare down afresh when either file changed (an
@@ -284,14 +363,22 @@ class Watcher:
             ready: Callable[[], None] = lambda: None) -> None:
         """Step at once (then call `ready`: the watcher is live), then on every finished OpenSM
         sweep and at least every `interval` seconds (and while a recovery is held down, when its
-        hold-down ends)."""
+        hold-down ends); read the port counters every `health_interval` seconds and step at
+        once when a link is drained or returned."""
         self.sweeps_seen()
+        self.health_step()
         self.step()
         ready()
-        last = time.monotonic()
+        last = last_health = time.monotonic()
         while not until():
             time.sleep(poll)
             now = time.monotonic()
+            if self.monitor is not None and now - last_health >= self.health_interval:
+                last_health = now
+                if self.health_step():
+                    self.step(now)
+                    last = time.monotonic()
+                    continue
             due = now - last >= interval or any(now - t >= self.hold_down for t in self.back_since.values())
             if self.sweeps_seen() or due:
                 self.step(now)
