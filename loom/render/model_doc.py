@@ -38,6 +38,8 @@ SECTIONS = [
     (schema.Partition, "An entry of `partitions` (InfiniBand P_Keys; docs/partitions.md)."),
     (schema.PartitionMember, "An entry of a partition's `members`."),
     (schema.Ipoib, "A partition's `ipoib`."),
+    (schema.Health, "`health`: how `loom health` and `loom watch` judge a link from its port counters (docs/health.md)."),
+    (schema.ErrorLimit, "An entry of `health.limits` (keyed by counter): errors per hour."),
 ]
 
 
