@@ -203,7 +203,10 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
           model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply"),
           target: str = typer.Option("sim", "--target", help="with --model: the target whose last plan to apply (sim, ssh)"),
           keep_live: bool = typer.Option(False, "--keep-live", help="refuse to overwrite changes made outside loom "
-                                         "(by default the model wins over hand edits)")) -> None:
+                                         "(by default the model wins over hand edits)"),
+          from_edited: bool = typer.Option(False, "--from-edited-plan", help="push a plan whose tables differ from "
+                                           "what its model routes (edited after `loom plan`, checks passed); the "
+                                           "next `loom plan` reports the difference")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
     stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM.
     An Ethernet plan: frr-reload.py per switch, then every BGP session established and every
@@ -225,7 +228,7 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
     try:
         p = read_plan(plan_file)
         with bars(err):
-            res = pipeline.apply(p, plan_file, progress, keep_live)
+            res = pipeline.apply(p, plan_file, progress, keep_live, from_edited)
     except (PlanError, TargetError, Unsupported) as exc:
         fail(exc)
     except Interrupted as exc:

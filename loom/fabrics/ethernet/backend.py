@@ -174,9 +174,13 @@ class Ethernet:
 
         return settle(target, progress)
 
-    def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool):
+    def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool,
+              from_edited: bool = False):
         from .apply import apply_frr_plan
 
+        if from_edited:
+            raise Unsupported("--from-edited-plan is for InfiniBand plans: an Ethernet apply renders the model's "
+                              "configurations again and refuses a plan holding others")
         return apply_frr_plan(plan, plan_path, progress=progress, keep_live=keep_live)
 
     # ---------------------------------------------------------------- InfiniBand only
