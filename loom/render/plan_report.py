@@ -91,10 +91,20 @@ def as_built_lines(as_built: dict | None) -> list[str]:
     return out
 
 
+def sm_line(sm: dict) -> str:
+    """`master mgmt0 (LID 27, priority 15)`: one SM port as a plan recorded it (`sminfo.py`)."""
+    if sm.get("guid") is None:
+        return f"{sm['name']} (LID {sm['lid']}): no SM answering"
+    return f"{sm['state']} {sm['name']} (LID {sm['lid']}, priority {sm['priority']})"
+
+
 def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     """An InfiniBand plan as `loom plan` and `loom show` print it: drift, standbys, QoS, the LFT
     entries per switch, the destinations that move, balance before and after."""
     c, q = p["changes"], p["qos"]
+    sms = p.get("subnet_managers") or []
+    if sms:
+        out.print("subnet manager: " + "; ".join(sm_line(s) for s in sms), highlight=False, markup=False)
     if p["drift"]:
         out.print(f"[yellow]drift:[/yellow] {escape(p['drift'])}", highlight=False)
     for line in p.get("standbys_differing", []):

@@ -104,8 +104,9 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     phases: dict[str, float] = {}
     progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS)")
     checked = timed(phases, "check plan", check_plan, plan)
+    master, _ = timed(phases, "ask who is master", d.subnet_managers)  # refuses none or two; over ssh, pushes to it
     d.health()
-    progress("reading live tables")
+    progress(f"reading live tables (master subnet manager: {master.name})")
     t = checked.tables
     in_service = _in_service(t)
     live_text = timed(phases, "read live", d.read_lfts, len(in_service))

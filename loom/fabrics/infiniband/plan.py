@@ -68,13 +68,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     difference (standbys included)."""
     model_path = Path(model_path).resolve()
     what = "the simulated fabric" if target.kind == "sim" else f"the subnet manager ({target.where()})"
-    try:
-        target.health()
-    except TargetError as exc:
-        raise PlanError(f"{what} of {fabric.name} is not up: {exc}") from None
-    if not target.ready():
-        raise PlanError(f"{what} of {fabric.name} is not up" +
-                        (f"; run `loom sim up {model_path}`" if target.kind == "sim" else " (no SUBNET UP in OpenSM's log)"))
+    sms = subnet_managers(target, f"{what} of {fabric.name}", f"; run `loom sim up {model_path}`" if target.kind == "sim" else "")
     state = state_of(model_path, target)
     fabric = state.fabric
     sn = subnet(fabric, 0)
@@ -116,6 +110,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         "qos": qos_part,
         "changes": diff_tables(live, tables),
         "standbys_differing": standbys,
+        "subnet_managers": sms,
         **balance,
         "desired_lfts": table_rows(tables),
         "design_lfts": table_rows(routed.new_design) if routed.new_design is not None else None,
@@ -159,6 +154,17 @@ def model_routing(state: AsBuilt, state_dir: Path, live: Tables, failing: Callab
     tables, made, failed = as_it_stands(state, design, failing)
     new_design = None if kept or tables is design else design
     return Routed(tables, made, failed, key, design_key, new_design, last, edited and edited[0])
+
+
+def subnet_managers(target: Target, what: str, advice: str = "") -> list[dict]:
+    """The fabric's subnet managers, the master first (SMInfo, `sminfo.py`); PlanError when none
+    or several are master, or the master's OpenSM is not running where the target pushes."""
+    try:
+        master, ports = target.subnet_managers()
+        target.health()
+    except TargetError as exc:
+        raise PlanError(f"{what} is not ready: {exc}{advice}") from None
+    return [p.as_dict() for p in (master, *(p for p in ports if p is not master))]
 
 
 def state_of(model_path: Path, target: Target) -> AsBuilt:
@@ -259,6 +265,14 @@ class _Target(BaseModel):
     kind: str
 
 
+class _Sm(BaseModel):
+    name: str
+    lid: int
+    guid: str | None
+    priority: int | None
+    state: str
+
+
 class _Summary(BaseModel):
     """The parts of a plan `loom show` prints (other keys are not shown, so not checked here)."""
 
@@ -271,6 +285,7 @@ class _Summary(BaseModel):
     qos: _Qos
     changes: _Changes
     standbys_differing: list[str] = []
+    subnet_managers: list[_Sm] = []
     balance_before: _Balance
     balance_after: _Balance
 

@@ -63,7 +63,7 @@ class SshTarget:
                             "`subnet_managers` group")
         self.fabric = fabric_name
         self.hosts = sorted(hosts, key=lambda h: -h.priority)  # stable: the first of the highest priority leads
-        self.master = self.hosts[0]
+        self.master = self.hosts[0]  # until the fabric says which is master (`subnet_managers`)
         self.switches = switches
         self.dir = Path(dir)
         self.ssh_config = ssh_config
@@ -116,8 +116,35 @@ class SshTarget:
         log = shlex.quote(host.paths.log)
         return self._on(host).run(f"grep -a -- {shlex.quote(pattern)} {log} 2>/dev/null; true").stdout.splitlines()
 
-    def ready(self) -> bool:
-        return self._opensm(self.master) != "down" and bool(self._log_lines(self.master, "SUBNET UP"))
+    @property
+    def standbys(self) -> list[SmHost]:
+        return [h for h in self.hosts if h is not self.master]
+
+    def subnet_managers(self):
+        """Ask the fabric who is master (`sminfo.py`: SMInfo of every SM host's port and of every
+        port the SA lists as an SM), from the first SM host that answers ssh; the master's host
+        is then the one pushed to and read from, the others are its standbys."""
+        from .sminfo import parse, script, the_master
+
+        names = {h.lid: h.name for h in self.hosts if h.lid}
+        text, errors = None, []
+        for host in self.hosts:
+            try:
+                text = self._on(host).run(_in_scratch(script(list(names))), timeout=READ_TIMEOUT).stdout
+                break
+            except SshError as exc:
+                errors.append(str(exc))
+        if text is None:
+            raise SshError("no subnet-manager host answers: " + "; ".join(errors))
+        ports = parse(text, names)
+        master = the_master(ports, f"{self.fabric} (asked from {host.name})")
+        by_lid = {h.lid: h for h in self.hosts}
+        if master.lid not in by_lid:
+            raise SshError(f"the master subnet manager of {self.fabric} is {master}, not one of the inventory's SM hosts "
+                           f"({', '.join(h.name for h in self.hosts)}): loom pushes only through those; stop that SM or "
+                           "add its host to the `subnet_managers` group")
+        self.master = by_lid[master.lid]
+        return master, ports
 
     def fabric_down(self) -> bool:
         try:
@@ -193,7 +220,7 @@ class SshTarget:
         """Every host, standbys first and the master last: each host's files are staged as temp
         files beside their targets, then renamed together (a host that cannot stage them fails
         before any of its files changed)."""
-        for host in reversed(self.hosts):
+        for host in [*reversed(self.standbys), self.master]:
             self._write_host(host, files)
 
     def _write_host(self, host: SmHost, files: dict[str, str | None]) -> None:
@@ -222,7 +249,7 @@ class SshTarget:
 
     def standby_drift(self, files: dict[str, str | None]) -> list[str]:
         out = []
-        for host in self.hosts[1:]:
+        for host in self.standbys:
             theirs = self.inputs_of(host)
             differ = [k for k in INPUTS if k in files and theirs[k] != files[k]]
             if differ:

@@ -24,6 +24,7 @@ from loom.routing.subnet import Subnet
 
 from .daemon import Daemons
 from .qos_readback import read_qos
+from .sminfo import SmPort
 
 INPUTS = ("lfts", "conf", "guid2lid")
 
@@ -43,8 +44,9 @@ class Target(Protocol):
     def health(self) -> None:
         """Raise TargetError naming what is down."""
 
-    def ready(self) -> bool:
-        """Is the subnet up and managed (plan refuses otherwise)?"""
+    def subnet_managers(self) -> tuple[SmPort, list[SmPort]]:
+        """The master subnet manager and every SM port, asked of the fabric (SMInfo, `sminfo.py`);
+        TargetError naming them when none or several are master (plan and apply refuse)."""
 
     def fabric_down(self) -> bool:
         """Is the fabric unreachable, so nothing can be read or pushed (a restore only writes)?"""
@@ -120,8 +122,15 @@ class SimTarget:
     def health(self) -> None:
         self.d.health()
 
-    def ready(self) -> bool:
-        return self.d.up_and_running()
+    def subnet_managers(self) -> tuple[SmPort, list[SmPort]]:
+        """SMInfo asked from the CA of Loom's OpenSM (its port's LID read locally, by directed
+        route) and of every port the SA lists as an SM (another OpenSM a test starts)."""
+        from .sminfo import local_lid, parse, script, the_master
+
+        self.d.health()
+        own = local_lid(self.run(["smpquery", "-D", "portinfo", "0"]))
+        ports = parse(self.run(["sh", "-c", script([own])]), {own: self.d.sm_host})
+        return the_master(ports, f"the simulated fabric {self.dir.name}"), ports
 
     def fabric_down(self) -> bool:
         return self.d.fabric_down()
