@@ -102,6 +102,23 @@ def test_failover_to_the_standby_keeps_the_tables(pair, ssh_state, tmp_path):
     wait_for("the standby to take over", lambda: "Entering MASTER state" in log_text(log) and sweeps(log) > before, 90)
     assert "file tables configured" in log_text(log).split("Entering MASTER state")[-1]
     assert mismatch(pair.dump_fts(), want) is None
+    # issue 34: the fabric says who is master now (the master's log still says SUBNET UP)
+    code, out, p = plan(ssh_state, tmp_path / "after.json")
+    assert code == 0 and "No changes" in out, out
+    assert "subnet manager: master st00 (LID 19, priority 1); mgmt0 (LID 27): no SM answering" in out, out
+    assert [s["name"] for s in p["subnet_managers"]] == ["st00", "mgmt0"] and "SUBNET UP" in log_text(Path(master.paths.log))
+    # a change after the failover is pushed to the standby that is master now, and verified on the old master's files
+    lfts = Path(master.paths.lfts)
+    good = lfts.read_text()
+    lfts.write_text(good.replace(" 001 #", " 002 #", 1))
+    code, out, p = plan(ssh_state, tmp_path / "stale.json")
+    assert code == 2 and "mgmt0: lfts differ from the master's" in out, out
+    before = sweeps(log)
+    code, out = loom("apply", str(tmp_path / "stale.json"))
+    assert code == 0 and "master subnet manager: st00" in out and "applied and verified" in out, out
+    assert sweeps(log) > before and lfts.read_text() == good  # st00's OpenSM pushed; mgmt0's files put back
+    code, out, _ = plan(ssh_state, tmp_path / "again.json")
+    assert code == 0 and "No changes" in out and "master st00" in out, out
 
 
 def test_fire_flyer_over_ssh_apply_no_changes_failover(tmp_path, monkeypatch):
