@@ -32,7 +32,7 @@ from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, nothin
 from loom.push.errors import PlanError, TargetError
 from loom.files import write_all_atomic
 from loom.push.journal import Journal
-from loom.push.packing import digest_live, digest_tables, mismatch, rows_text, unpack
+from loom.push.packing import digest_live, digest_tables, mismatch, unpack
 from loom.qos import plan_qos
 from loom.render.opensm import lfts_dump, tables_from_dump
 from loom.routing import Tables, subnet
@@ -195,14 +195,14 @@ def _design_of(routed: Routed, plan: dict) -> Tables | None:
     return routed.tables if (plan.get("as_built") or {}).get("cables_down") == [] else None
 
 
-def _tables_only(plan: dict, d: Target, inputs: dict, current_conf: str, drifted: bool) -> bool:
+def _tables_only(plan: dict, d: Target, inputs: dict, current_conf: str, drift: bool) -> bool:
     """Does only the routing change, on a fabric that holds what loom applied last?  Then OpenSM
     re-reading its file is enough: it sends the blocks that differ from what it programmed,
     which are the entries that change, and only those are read back.  Loom must have applied
     before (else drift could not show), and options, pinned LIDs and QoS must stand as they are;
     otherwise OpenSM restarts and reprograms everything, which is also what repairs drift."""
     q = plan["qos"]
-    return (not drifted and (d.dir / "last-applied.sha256").exists() and inputs["lfts"] is not None
+    return (not drift and (d.dir / "last-applied.sha256").exists() and inputs["lfts"] is not None
             and q["desired_conf"] == current_conf and not q["ports_differing"] and plan["guid2lid"] == inputs["guid2lid"])
 
 
@@ -342,7 +342,7 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
                        "is kept and the next loom command on this fabric retries the restore")
     if d.fabric_down():
         journal.clear()
-        return True, "previous input files restored; the fabric is down (`loom sim up` loads them, checked)"
+        return True, f"previous input files restored; the fabric cannot be reached: {d.bring_up(j['model'])}"
     try:
         engine = d.push(timeout)
         back = d.read_lfts(_expect(j.get("in_service")))
@@ -355,7 +355,8 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
             wrong = f"QoS differs on {len(bad)} ports, e.g. {bad[0]}" if bad else None
     except TargetError as exc:
         journal.clear()
-        return False, f"RESTORE FAILED ({exc}): the previous inputs are in place; run `loom sim up` then `loom plan`"
+        return False, (f"RESTORE FAILED ({exc}): the previous inputs are in place but not verified on the fabric; "
+                       f"{d.bring_up(j['model'])}, then run `loom plan`")
     journal.clear()
     if wrong:
         return False, f"RESTORE FAILED: read-back differs from the previous state ({wrong}); run `loom plan` to see it"

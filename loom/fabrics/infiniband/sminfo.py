@@ -94,7 +94,8 @@ def the_master(ports: list[SmPort], where: str) -> SmPort:
                       "should not run (a rogue SM, or a restarted one with the wrong priority) before any change")
 
 
-def summary(ports: list[SmPort], master: SmPort) -> str:
-    """One line for plan and status: the master, then the others."""
-    others = [p for p in ports if p is not master]
-    return f"master {master}" + "".join(f"; {p}" for p in others)
+def holder(ports: list[SmPort]) -> str:
+    """Who holds the subnet, as the fabric says, for a message."""
+    masters = [p.name for p in ports if p.state == "master"]
+    return (f"the fabric says: {' and '.join(masters)} master" if masters else "the fabric says: no SM is master") + \
+        f" — {'; '.join(map(str, ports)) or 'no SM port answered'}"

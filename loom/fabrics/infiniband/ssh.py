@@ -33,7 +33,7 @@ from loom.routing.subnet import Subnet
 from .daemon import engines_in
 from loom.push.errors import PlanError
 from loom.files import TEMP_PREFIX
-from loom.push.ssh import Connection, SshError, clean, close_all
+from loom.push.ssh import Connection, SshError, clean, close_all, whole
 from loom.push.state import ssh_state_dir as state_dir
 from .inventory import SmHost, host_from_dict, sm_hosts
 from .qos_readback import qos_jobs
@@ -124,19 +124,9 @@ class SshTarget:
         """Ask the fabric who is master (`sminfo.py`: SMInfo of every SM host's port and of every
         port the SA lists as an SM), from the first SM host that answers ssh; the master's host
         is then the one pushed to and read from, the others are its standbys."""
-        from .sminfo import parse, script, the_master
+        from .sminfo import the_master
 
-        names = {h.lid: h.name for h in self.hosts if h.lid}
-        text, errors = None, []
-        for host in self.hosts:
-            try:
-                text = self._on(host).run(_in_scratch(script(list(names))), timeout=READ_TIMEOUT).stdout
-                break
-            except SshError as exc:
-                errors.append(str(exc))
-        if text is None:
-            raise SshError("no subnet-manager host answers: " + "; ".join(errors))
-        ports = parse(text, names)
+        ports, host = self._ask()
         master = the_master(ports, f"{self.fabric} (asked from {host.name})")
         by_lid = {h.lid: h for h in self.hosts}
         if master.lid not in by_lid:
@@ -146,12 +136,43 @@ class SshTarget:
         self.master = by_lid[master.lid]
         return master, ports
 
+    def _ask(self):
+        """Every SM port's SMInfo, asked from the first SM host that answers ssh, and that host."""
+        from .sminfo import parse, script
+
+        names = {h.lid: h.name for h in self.hosts if h.lid}
+        text, errors = None, []
+        for host in self.hosts:
+            try:
+                text = self._on(host).run(_in_scratch(script(list(names))), timeout=READ_TIMEOUT,
+                                          what="saquery -s; sminfo LID (each SM port)").stdout
+                break
+            except SshError as exc:
+                errors.append(str(exc))
+        if text is None:
+            raise SshError("no subnet-manager host answers: " + "; ".join(errors))
+        return parse(text, names), host
+
+    def holder(self) -> str:
+        """Who holds the subnet now, for a message (a sweep that did not come)."""
+        from .sminfo import holder
+
+        try:
+            return holder(self._ask()[0])
+        except SshError as exc:
+            return f"the SM hosts could not be asked ({exc})"
+
     def fabric_down(self) -> bool:
         try:
             self._on(self.master).run("true")
         except SshError:
             return True
         return False
+
+    def bring_up(self, model: str) -> str:
+        hosts = ", ".join(h.name for h in self.hosts)
+        return (f"make OpenSM run on an SM host ({hosts}: `systemctl start opensm`, or as the site runs it) and "
+                f"check that `ssh` reaches them; the restored inputs are what it loads")
 
     def cabled_as(self, fabric: Fabric) -> bool:
         """The hosts cannot tell the cabling without a discovery; the plan's read-back catches a
@@ -165,11 +186,11 @@ class SshTarget:
 
     # ------------------------------------------------------------------ reading the fabric
     def read_lfts(self, expect: int | None = None) -> str:
-        res = self._on(self.master).run(_in_scratch("dump_fts"), timeout=READ_TIMEOUT)
+        res = self._on(self.master).run(_in_scratch("dump_fts"), timeout=READ_TIMEOUT, what="dump_fts")
         got, want = res.stdout.count("Unicast lids ["), expect if expect is not None else self.switches
         if got < want:
             raise SshError(f"{self.master.name}: dump_fts read the tables of {got} of {want} switches: "
-                           f"{res.stderr.strip()[-300:]}")
+                           f"{whole(res.stderr) or 'no message'}")
         return res.stdout
 
     def read_qos(self, sn: Subnet) -> dict:
@@ -185,18 +206,18 @@ class SshTarget:
 
         code = Path(madquery.__file__).read_text()
         script = _in_scratch(f"python3 -c {shlex.quote(code)}")
-        res = self._on(self.master).run(script, stdin=json.dumps(jobs), timeout=READ_TIMEOUT)
+        res = self._on(self.master).run(script, stdin=json.dumps(jobs), timeout=READ_TIMEOUT, what=f"python3 ({what})")
         try:
             out = json.loads(res.stdout)
         except json.JSONDecodeError:
-            raise SshError(f"{self.master.name}: {what} gave no answer: {res.stderr.strip()[-300:]}") from None
+            raise SshError(f"{self.master.name}: {what} gave no answer: {whole(res.stderr) or 'no message'}") from None
         if out["errors"] and every:
             raise SshError(f"{what} on {self.master.name}: {len(out['errors'])} queries got no answer, "
                            f"e.g. {out['errors'][0]}")
         return out["answers"]
 
     def run(self, args: list[str], timeout: float = 120) -> str:
-        return self._on(self.master).run(_in_scratch(shlex.join(args)), timeout=timeout).stdout
+        return self._on(self.master).run(_in_scratch(shlex.join(args)), timeout=timeout, what=shlex.join(args)).stdout
 
     # ------------------------------------------------------------------ input files
     def _remote(self, host: SmHost) -> dict[str, str]:
@@ -297,4 +318,5 @@ class SshTarget:
                 return engines[-1] if engines else "?"
             self.health()
             time.sleep(0.2)
-        raise SshError(f"OpenSM on {self.master.name} did not finish a sweep within {timeout:.0f}s; see {self.master.paths.log}")
+        raise SshError(f"OpenSM on {self.master.name} did not finish a sweep within {timeout:.0f}s ({self.holder()}); "
+                       f"see {self.master.paths.log} on {self.master.name}")
