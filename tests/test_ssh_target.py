@@ -122,30 +122,40 @@ def test_failover_to_the_standby_keeps_the_tables(pair, ssh_state, tmp_path):
 
 
 def test_two_masters_are_refused_naming_both(pair, ssh_state, tmp_path):
-    """Both OpenSMs (re)started at once: each becomes master (seen in the issue, and here in 3 of 3
-    runs).  OpenSM's logs each say SUBNET UP; the fabric says two masters, and plan refuses, naming
-    both, until one is stopped — then the other serves the same tables and plan says No changes.
-    The last test of the pair: st00 stays stopped (started again beside a master that does not
-    sweep, it did not always reach STANDBY under ibsim)."""
+    """Both OpenSMs (re)started at once: each may become master (seen in the issue; here in 3 of
+    4 tries, so up to 4 tries).  OpenSM's logs each say SUBNET UP; the fabric says two masters,
+    and plan refuses, naming both, until one is stopped — then the other serves the same tables
+    and plan says No changes.  The last test of the pair: st00 stays stopped (started again beside
+    a master that does not sweep, it did not always reach STANDBY under ibsim)."""
     import threading
 
     code, out, _ = plan(ssh_state, tmp_path / "first.json")
     assert code == 0 or loom("apply", str(tmp_path / "first.json"))[0] == 0, out
-    for h in pair.hosts:
-        pair.kill_opensm(h)
-    starts = [threading.Thread(target=pair.start_opensm, args=(h,)) for h in pair.hosts]
-    for t in starts:
-        t.start()
-    for t in starts:
-        t.join()
     logs = [Path(h.paths.log) for h in pair.hosts]
-    wait_for("both OpenSMs to settle", lambda: all(log_text(l).rsplit("OpenSM 3", 1)[-1].count("Entering MASTER") for l in logs), 60)
+
+    def settled_as() -> list[str] | None:
+        """The state each OpenSM entered last since its start, once both left DISCOVERING."""
+        last = [[l for l in log_text(log).rsplit("OpenSM 3", 1)[-1].splitlines() if "Entering" in l] for log in logs]
+        states = [ls[-1].split("Entering ")[1].split()[0] if ls else "none" for ls in last]
+        return states if all(st in ("MASTER", "STANDBY") for st in states) else None
+
+    for _ in range(4):
+        for h in pair.hosts:
+            pair.kill_opensm(h)
+        starts = [threading.Thread(target=pair.start_opensm, args=(h,)) for h in pair.hosts]
+        for t in starts:
+            t.start()
+        for t in starts:
+            t.join()
+        if wait_for("both OpenSMs to settle", settled_as, 60) == ["MASTER", "MASTER"]:
+            break
+    else:
+        pytest.fail("4 simultaneous starts of both OpenSMs never gave two masters")
     code, out = loom("plan", TINY, *ssh_state)
     flat = " ".join(out.split())
     assert code == 1 and "2 subnet managers are master on tiny" in flat, out
     assert "mgmt0 (LID 27, GUID 0x0002c901000001b1, priority 15): master" in flat and "st00 (LID 19" in flat, out
-    standby = pair.hosts[1]
-    pair.kill_opensm(standby)
+    pair.kill_opensm(pair.hosts[1])
     code, out, _ = plan(ssh_state, tmp_path / "one.json")
     assert code == 0 and "No changes" in out and "master mgmt0 (LID 27, priority 15); st00 (LID 19): no SM answering" in out, out
 
