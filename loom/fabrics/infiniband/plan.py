@@ -163,7 +163,7 @@ def subnet_managers(target: Target, what: str, advice: str = "") -> list[dict]:
         master, ports = target.subnet_managers()
         target.health()
     except TargetError as exc:
-        raise PlanError(f"{what} is not ready: {exc}{advice}") from None
+        raise PlanError(f"{what} is not up: {exc}{'' if 'loom sim up' in str(exc) else advice}") from None
     return [p.as_dict() for p in (master, *(p for p in ports if p is not master))]
 
 
