@@ -160,6 +160,45 @@ def test_two_masters_are_refused_naming_both(pair, ssh_state, tmp_path):
     assert code == 0 and "No changes" in out and "master mgmt0 (LID 27, priority 15); st00 (LID 19): no SM answering" in out, out
 
 
+def test_a_failover_between_push_and_read_back_is_settled(tmp_path, monkeypatch):
+    """The master's OpenSM dies right after apply pushed (SIGKILL while the tables are read back)
+    and the standby takes over: the apply is not verified (the master it pushed to is gone), so it
+    restores — through the SM that is master now — and says so; the next plan names that master
+    and the same apply then goes through it."""
+    import loom.fabrics.infiniband.apply as applymod
+    from loom.fabrics.infiniband.apply import apply_plan
+    from loom.push.planfile import read_plan
+
+    monkeypatch.setenv("LOOM_SSH_STATE_DIR", str(tmp_path / "ssh-state"))
+    with SmPair(load_fabric(TINY), tmp_path / "pair", ("mgmt0", "st00")) as pair:
+        args = ["--target", "ssh", "--inventory", str(pair.inventory), "--ssh-config", str(pair.ssh_config)]
+        before = pair.dump_fts()
+        assert loom("plan", TINY, "--out", str(tmp_path / "p.json"), *args)[0] == 2
+        master, standby = pair.hosts
+        log = Path(standby.paths.log)
+        real, killed = applymod.mismatch, []
+
+        def failover(*a, **k):
+            if not killed:
+                killed.append(sweeps(log))
+                pair.kill_opensm(master)
+                wait_for("the standby to take over", lambda: "Entering MASTER" in log_text(log) and sweeps(log) > killed[0], 90)
+            return real(*a, **k)
+
+        monkeypatch.setattr(applymod, "mismatch", failover)
+        res = apply_plan(read_plan(tmp_path / "p.json"), tmp_path / "p.json", timeout=60)
+        monkeypatch.setattr(applymod, "mismatch", real)
+        assert killed and not res.ok and "OpenSM is not running on the master mgmt0" in res.message, res.message
+        assert "previous tables restored and verified" in res.message, res.message
+        assert parse_lfts_dump(pair.dump_fts()) == parse_lfts_dump(before)
+        code, out = loom("plan", TINY, "--out", str(tmp_path / "again.json"), *args)
+        assert code == 2 and "master st00 (LID 19, priority 1); mgmt0 (LID 27): no SM answering" in out, out
+        code, out = loom("apply", str(tmp_path / "again.json"))
+        assert code == 0 and "applied and verified" in out, out
+        code, out = loom("plan", TINY, *args)
+        assert code == 0 and "No changes" in out and "master st00" in out, out
+
+
 def test_fire_flyer_over_ssh_apply_no_changes_failover(tmp_path, monkeypatch):
     """The acceptance run on the two-zone fabric: a verified apply over ssh, then "No changes",
     then the standby takes over and serves the same tables."""

@@ -31,7 +31,7 @@ from loom.render.sm_host import managed_block, merge, qos_part
 from loom.routing.subnet import Subnet
 
 from .daemon import engines_in
-from loom.push.errors import PlanError
+from loom.push.errors import PlanError, TargetError
 from loom.files import TEMP_PREFIX
 from loom.push.ssh import Connection, SshError, clean, close_all, whole
 from loom.push.state import ssh_state_dir as state_dir
@@ -101,11 +101,13 @@ class SshTarget:
 
     # ------------------------------------------------------------------ state of OpenSM
     def _opensm(self, host: SmHost) -> str:
-        """'systemd', 'pid' (running from its pid file) or 'down'."""
+        """'systemd', 'pid' (running from its pid file; a killed one its parent has not reaped yet,
+        a zombie, is not running) or 'down'."""
         pf = shlex.quote(host.paths.pidfile)
         return self._on(host).run(
             "if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet opensm 2>/dev/null; then echo systemd; "
-            f"elif [ -r {pf} ] && kill -0 \"$(cat {pf})\" 2>/dev/null; then echo pid; else echo down; fi").stdout.strip()
+            f"elif [ -r {pf} ] && s=$(ps -o stat= -p \"$(cat {pf})\" 2>/dev/null | tr -d ' ') && [ -n \"$s\" ] && "
+            "[ \"${s#Z}\" = \"$s\" ]; then echo pid; else echo down; fi").stdout.strip()
 
     def health(self) -> None:
         if self._opensm(self.master) == "down":
@@ -294,8 +296,11 @@ class SshTarget:
         from . import restart_opensm
 
         how = self._opensm(self.master)
-        if how == "down":
-            self.health()
+        if how == "down":  # a failover since the master was found (a restore after it): push to the new master
+            self._follow_failover(timeout)
+            how = self._opensm(self.master)
+            if how == "down":
+                self.health()
         before = len(self._log_lines(self.master, "SUBNET UP"))
         code = Path(restart_opensm.__file__).read_text()
         self._on(self.master).run("systemctl restart opensm" if how == "systemd" else
@@ -308,6 +313,24 @@ class SshTarget:
         before = len(self._log_lines(self.master, "SUBNET UP"))
         self._on(self.master).run(f"kill -HUP \"$(cat {shlex.quote(self.master.paths.pidfile)})\"")
         return self._await_sweep(before, timeout)
+
+    def _follow_failover(self, timeout: float) -> None:
+        """Wait (up to `timeout`, at most a minute) for a standby to take over from a master whose
+        OpenSM stopped, and make it the master pushed to; TargetError when none does."""
+        deadline = time.monotonic() + min(timeout, 60)
+        while True:
+            try:
+                self.subnet_managers()
+                if self._opensm(self.master) != "down":
+                    return
+            except SshError:
+                raise
+            except TargetError:
+                pass
+            if time.monotonic() > deadline:
+                self.subnet_managers()  # raises, naming who holds the subnet
+                return
+            time.sleep(1)
 
     def _await_sweep(self, before: int, timeout: float) -> str:
         """The engine of the first sweep finished after `before` SUBNET UP lines."""
