@@ -147,8 +147,11 @@ def test_two_masters_are_refused_naming_both(pair, ssh_state, tmp_path):
             t.start()
         for t in starts:
             t.join()
-        if wait_for("both OpenSMs to settle", settled_as, 60) == ["MASTER", "MASTER"]:
-            break
+        try:
+            if wait_for("both OpenSMs to settle", settled_as, 30) == ["MASTER", "MASTER"]:
+                break
+        except AssertionError:
+            continue  # one stayed DISCOVERING (a hung sweep under umad2sim): try again
     else:
         pytest.fail("4 simultaneous starts of both OpenSMs never gave two masters")
     code, out = loom("plan", TINY, *ssh_state)
