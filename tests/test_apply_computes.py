@@ -43,6 +43,8 @@ def applied(tmp_path: Path) -> Path:
 def test_a_plan_claiming_changes_that_are_not_there_pushes_nothing(tiny_up, tmp_path):
     d = tiny_up
     path = applied(tmp_path)
+    code, out = loom("show", str(path))
+    assert code == 0 and "differ from what its model routes" not in out, out  # a plan of the model: no warning
     plan = read_plan(path)
     plan["changes"].update(entries_changed=5000, switches_touched=12, per_switch={"z0-leaf0": 5000})
     plan["qos"]["conf_changes"] = True
@@ -101,6 +103,9 @@ def test_a_valid_hand_edit_is_pushed_only_on_purpose_and_reported_after(tiny_up,
     edited, _ = _swap_two_up_routes(plan)
     plan = {**plan, "desired_lfts": table_rows(edited), "desired_sha256": digest_live(lfts_dump(edited))}
     resign(path, plan)
+    code, out = loom("show", str(path))  # the review says so before anything is applied
+    assert code == 0 and "its tables differ from what its model routes on that fabric (2 entries on 1 switches)" in out, out
+    assert "--from-edited-plan" in out
     before = d.dump_fts()
     code, out = loom("apply", str(path))
     assert code == 1 and "differ from what its model routes" in out and "2 entries on 1 switches" in out, out

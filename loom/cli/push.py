@@ -188,6 +188,9 @@ def show_plan(path: Path, as_json: bool, entries: bool) -> None:
     if p.get("plan_sha256") != content_digest(p):
         err.print(f"warning: {path} was modified after loom made it (plan_sha256 does not match its content): "
                   "what follows is not loom's plan, and `loom apply` refuses it", highlight=False, markup=False)
+    else:
+        for note in backend.review(p):
+            err.print(f"warning: {path}: {note}", highlight=False, markup=False)
     if as_json:
         sys.stdout.write(summary_json(p, backend.plan_entries(p) if entries else None))
         return

@@ -4,7 +4,7 @@ model picked (`loom.fabrics.backend_for`) and never test the technology themselv
     sim      sim_up, sim_down, sim_status, link_event       the embedded simulated fabric
     route    route_files, qos, check_extra, print_check     what `loom route` / `check` add
     plan     target, prepare_plan, make_plan, has_changes,  Terraform-style, the fabric as state
-             print_plan, check_shape, plan_entries,
+             print_plan, check_shape, review, plan_entries,
              entry_lines, settle
     apply    apply                                          journalled, verified, restored
     other    watcher, require_discovery, discover_text,   what only one technology has: the
@@ -69,6 +69,7 @@ class Backend(Protocol):
     def has_changes(self, plan: dict) -> bool: ...
     def print_plan(self, ui: Ui, plan: dict, saved: Path) -> None: ...
     def check_shape(self, plan: dict, path: Path) -> None: ...
+    def review(self, plan: dict) -> list[str]: ...
     no_entries: str
 
     def plan_entries(self, plan: dict) -> list[dict]: ...

@@ -175,6 +175,9 @@ class Ethernet:
 
         check_shape(plan, str(path))
 
+    def review(self, plan: dict) -> list[str]:
+        return []  # apply renders the model again and refuses other configurations (`check_plan`)
+
     def settle(self, target, progress: Callable[[str], None]) -> str | None:
         from .apply import settle
 

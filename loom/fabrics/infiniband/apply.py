@@ -32,7 +32,8 @@ from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, nothin
 from loom.push.errors import PlanError, TargetError
 from loom.files import write_all_atomic
 from loom.push.journal import Journal
-from loom.push.packing import digest_live, digest_tables, mismatch, unpack
+from loom.push.packing import digest_live, digest_tables, mismatch, rows_text, unpack
+from loom.push.planfile import as_planned, check_state_dir, checked_model
 from loom.qos import plan_qos
 from loom.render.opensm import lfts_dump, tables_from_dump
 from loom.routing import Tables, subnet
@@ -40,7 +41,7 @@ from loom.routing.base import NO_ROUTE
 from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
-from .checked import CheckedPlan, check_plan, failing_checks
+from .checked import check_plan, failing_checks
 from .design import design_files
 from .edited import edited_files
 from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
@@ -121,7 +122,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
     live = tables_from_dump(t.subnet, live_text, "live")
-    routed = timed(phases, "route the model", _model_routing, plan, checked, d, live)
+    routed = timed(phases, "route the model", _model_routing, plan, checked.fabric, t, d.dir, live)
     edited = _edited(routed, t, checked.design_lfts)
     if edited and not from_edited:
         raise PlanError(f"the plan's tables differ from what its model routes on this fabric ({edited}): it was edited "
@@ -157,20 +158,42 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     return result
 
 
-def _model_routing(plan: dict, checked: CheckedPlan, d: Target, live: Tables) -> Routed:
+def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Tables) -> Routed:
     """What the plan's model routes on the fabric the plan was made for (the cables down it
     names), computed from the target's records as `loom plan` does (`model_routing`).  The
-    plan's own tables passed every check already: they need not be checked again."""
+    plan's own `tables` passed every check already: they need not be checked again."""
     state = load_as_built(plan["model"])
     state = state.with_observed((plan.get("as_built") or {}).get("cables_down") or [])
-    qos = plan_qos(checked.fabric.model)
+    qos = plan_qos(fabric.model)
 
     def failing(t: Tables) -> list[str]:
-        if t.lft.shape == checked.tables.lft.shape and (t.lft == checked.tables.lft).all():
+        if t.lft.shape == tables.lft.shape and (t.lft == tables.lft).all():
             return []
         return failing_checks(check_tables(t, ebb_samples=0, qos=qos))
 
-    return model_routing(state, d.dir, live, failing)
+    return model_routing(state, state_dir, live, failing)
+
+
+def edited_against_model(plan: dict) -> str | None:
+    """For `loom show`: how a plan's tables differ from what its model routes on the fabric it
+    was made for, judged as apply judges it (with the live tables the plan was made against);
+    None when they are the model's, or when it cannot be judged here (its model or state gone:
+    apply says why)."""
+    try:
+        fabric = as_planned(plan, checked_model(plan, "the plan"), "the plan")
+        sn = subnet(fabric, 0)
+        tables = tables_from_dump(sn, rows_text(plan["desired_lfts"], "the plan", "desired_lfts"), "plan")
+        live = tables_from_dump(sn, rows_text(plan["previous_lfts"], "the plan", "previous_lfts"), "live")
+        design = plan.get("design_lfts")
+        routed = _model_routing(plan, fabric, tables, check_state_dir(plan, "the plan", _marker(plan)), live)
+        return _edited(routed, tables, rows_text(design, "the plan", "design_lfts") if design is not None else None)
+    except (PlanError, TargetError, OSError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _marker(plan: dict) -> str:
+    """The file loom writes in the state directory of the plan's target kind."""
+    return "target.json" if (plan.get("target") or {}).get("kind") == "ssh" else "fabric.net"
 
 
 def _edited(routed: Routed, tables: Tables, design_lfts: str | None) -> str | None:

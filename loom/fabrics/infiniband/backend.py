@@ -191,6 +191,14 @@ class InfiniBand:
 
         check_shape(plan, path)
 
+    def review(self, plan: dict) -> list[str]:
+        """Warnings for `loom show`: tables that are not what the plan's model routes."""
+        from .apply import edited_against_model
+
+        edited = edited_against_model(plan)
+        return [f"its tables differ from what its model routes on that fabric ({edited}): it was edited after "
+                "`loom plan` made it, and `loom apply` refuses it unless given --from-edited-plan"] if edited else []
+
     def settle(self, target, progress: Callable[[str], None]) -> str | None:
         from .apply import settle
 
