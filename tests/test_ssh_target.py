@@ -223,3 +223,5 @@ def test_fire_flyer_over_ssh_apply_no_changes_failover(tmp_path, monkeypatch):
         wait_for("the standby to take over", lambda: "Entering MASTER state" in log_text(log) and sweeps(log) > before, 120)
         assert "file tables configured" in log_text(log).split("Entering MASTER state")[-1]
         assert mismatch(pair.dump_fts(), want) is None
+        code, out = loom("plan", ff2, *args)  # issue 34: the fabric names the standby as master
+        assert code == 0 and "No changes" in out and "subnet manager: master st000 (" in out, out
