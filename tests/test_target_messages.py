@@ -83,3 +83,13 @@ def test_a_sweep_that_does_not_come_says_who_holds_the_subnet(tiny_up):
     with pytest.raises(SimError) as caught:
         SimTarget(tiny_up)._swept(stuck, 3)
     assert "within 3s" in str(caught.value) and "the fabric says: mgmt0-hca0 master" in str(caught.value), caught.value
+
+
+def test_an_ssh_plan_of_an_older_loom_is_sent_back_to_plan(tmp_path):
+    """Plans made before loom asked the fabric who is master carry no LIDs for their SM hosts."""
+    from loom.push.errors import PlanError
+
+    spec = {"kind": "ssh", "switches": 12, "hosts": [{**host(22).as_dict(), "lid": None}]}
+    with pytest.raises(PlanError, match="made by an older loom .* run `loom plan` again"):
+        SshTarget.from_spec("tiny", spec, tmp_path)
+    SshTarget.from_spec("tiny", {**spec, "hosts": [host(22).as_dict()]}, tmp_path).close()

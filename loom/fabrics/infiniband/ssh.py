@@ -78,6 +78,9 @@ class SshTarget:
         if not isinstance(hosts, list) or not isinstance(spec.get("switches"), int):
             raise PlanError(f"{where}: its ssh target lacks hosts or switches; run `loom plan` again")
         cfg = spec.get("ssh_config")
+        if any(isinstance(h, dict) and h.get("lid") is None for h in hosts):
+            raise PlanError(f"{where} was made by an older loom (its SM hosts have no LIDs, where loom asks who is "
+                            "master); run `loom plan` again")
         return cls(fabric_name, [host_from_dict(h, where) for h in hosts], spec["switches"], dir,
                    clean(cfg, "ssh_config", where) if cfg is not None else None)
 
