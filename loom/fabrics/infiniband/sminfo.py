@@ -20,7 +20,6 @@ from loom.push.errors import TargetError
 STATES = {0: "not active", 1: "discovering", 2: "standby", 3: "master"}
 _ANSWER = re.compile(r"sm lid (\d+) sm guid (0x[0-9a-fA-F]+), activity count (\d+) priority (\d+) state (\d+)")
 _ASKED = re.compile(r"^loom-sminfo (\d+)$")
-_LISTED = re.compile(r"^\s*EndPortLid\.+(\d+)\s*$")
 
 
 @dataclass(frozen=True)
