@@ -43,9 +43,10 @@ def test_no_master_is_refused():
 @pytest.mark.sim
 def test_plan_and_status_name_the_master_and_refuse_without_one(tiny_up, tmp_path):
     """Loom's OpenSM is master (plan and status say so).  A second OpenSM of higher priority on
-    another CA makes it hand over, and under ibsim the handover stalls with both in standby
-    (seen every time here): OpenSM's log still says SUBNET UP, the fabric says nobody is master,
-    and plan refuses until the master is back."""
+    another CA: either Loom's hands over and under ibsim the handover stalls with both in standby
+    (seen in most runs) — OpenSM's log still says SUBNET UP, the fabric says nobody is master,
+    and plan and status refuse — or the newcomer's discovery hangs, and plan names Loom's as
+    master and the newcomer's port as one with no SM answering.  Either way the fabric's answer."""
     d = tiny_up
     code, out = loom("plan", TINY)
     assert code == 2 and "subnet manager: master mgmt0-hca0 (LID 27, priority 0)" in out, out
@@ -58,14 +59,17 @@ def test_plan_and_status_name_the_master_and_refuse_without_one(tiny_up, tmp_pat
                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 15
         while "Entering STANDBY" not in d.log.read_text(errors="replace") and time.monotonic() < deadline:
             time.sleep(0.2)
         assert "SUBNET UP" in d.log.read_text()  # what the old log-grepping check took for "up"
         code, out = loom("plan", TINY)
-        assert code == 1 and "no subnet manager is master" in out and "mgmt0-hca0 (LID 27" in out, out
-        code, out = loom("sim", "status", TINY)
-        assert code == 1 and "subnet up: no" in out and "no subnet manager is master" in out, out
+        if "Entering STANDBY" in d.log.read_text(errors="replace"):
+            assert code == 1 and "no subnet manager is master" in out and "mgmt0-hca0 (LID 27" in out, out
+            code, out = loom("sim", "status", TINY)
+            assert code == 1 and "subnet up: no" in out and "no subnet manager is master" in out, out
+        else:
+            assert code == 2 and "subnet manager: master mgmt0-hca0 (LID 27, priority 0); LID 19: no SM answering" in out, out
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)

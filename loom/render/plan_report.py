@@ -93,9 +93,10 @@ def as_built_lines(as_built: dict | None) -> list[str]:
 
 def sm_line(sm: dict) -> str:
     """`master mgmt0 (LID 27, priority 15)`: one SM port as a plan recorded it (`sminfo.py`)."""
+    where = [] if sm["name"] == f"LID {sm['lid']}" else [f"LID {sm['lid']}"]  # a port no SM host is known at
     if sm.get("guid") is None:
-        return f"{sm['name']} (LID {sm['lid']}): no SM answering"
-    return f"{sm['state']} {sm['name']} (LID {sm['lid']}, priority {sm['priority']})"
+        return f"{sm['name']}{f' ({where[0]})' if where else ''}: no SM answering"
+    return f"{sm['state']} {sm['name']} ({', '.join([*where, 'priority ' + str(sm['priority'])])})"
 
 
 def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:

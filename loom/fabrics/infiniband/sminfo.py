@@ -34,9 +34,10 @@ class SmPort:
     activity: int | None = None
 
     def __str__(self) -> str:
+        where = [] if self.name == f"LID {self.lid}" else [f"LID {self.lid}"]  # a port Loom knows no host of
         if self.guid is None:
-            return f"{self.name} (LID {self.lid}): no SM answering"
-        return f"{self.name} (LID {self.lid}, GUID {self.guid}, priority {self.priority}): {self.state}"
+            return f"{self.name}{f' ({where[0]})' if where else ''}: no SM answering"
+        return f"{self.name} ({', '.join([*where, f'GUID {self.guid}', f'priority {self.priority}'])}): {self.state}"
 
     def as_dict(self) -> dict:
         """What a plan records (the activity count changes every sweep: left out)."""
