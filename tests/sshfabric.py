@@ -45,7 +45,8 @@ from loom.routing import route
 # 3 of 4 starts; never with this setting in 8 starts and 8 reloads)
 SITE_CONF = "# site settings\nsweep_on_trap FALSE\nsminfo_polling_timeout 1000\npolling_retry_number 2\ndump_files_dir {root}\nsm_priority 3\n"
 WRAPPED = {"dump_fts": "/usr/sbin/dump_fts", "python3": "/usr/bin/python3", "opensm": "/usr/sbin/opensm",
-           "smpquery": "/usr/sbin/smpquery", "ibnetdiscover": "/usr/sbin/ibnetdiscover"}
+           "smpquery": "/usr/sbin/smpquery", "ibnetdiscover": "/usr/sbin/ibnetdiscover", "sminfo": "/usr/sbin/sminfo",
+           "saquery": "/usr/sbin/saquery"}
 
 
 def free_port() -> int:

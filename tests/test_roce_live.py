@@ -227,3 +227,23 @@ def test_a_pulled_cable_and_a_marked_one_are_planned_as_the_fabric_stands(lab, t
     code, out = loom("plan", model)
     assert code == 2 and "as built" not in out, out
     assert "as it stands" not in settled()
+
+
+def test_sim_up_settles_an_apply_that_died_while_the_lab_went_down(lab):
+    """Issue 34: an apply killed after its reloads, then the lab stopped (a reboot) with the
+    journal pending: `loom sim up` brings the daemons up and restores the previous configuration
+    there and then, instead of leaving the journal to the next command.  Runs last: the lab
+    comes back under a new tag."""
+    assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
+    lab.vtysh("p1-lab-spine0", "configure terminal", "interface lo", "description hand-edit")
+    before = lab.running_config("p1-lab-spine0")
+    assert plan()[0] == 2
+    res = subprocess.run([sys.executable, str(Path(__file__).parent / "apply_with_fault.py"), str(lab.dir / "last-plan.json"),
+                          "reloaded", "KILL"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == -9 and Journal(lab.dir).load()["phase"] == "reloaded", res.stderr
+    FrrLab.of("roce-lab").down()  # the machine went down: no loom command settled it
+    code, out = loom("sim", "up", LAB)
+    assert code == 0 and "was interrupted after phase 'reloaded'" in out and "restored and verified" in out, out
+    assert Journal(lab.dir).load() is None
+    assert FrrLab.of("roce-lab").running_config("p1-lab-spine0") == before  # the state before the apply, hand edit and all
+    assert [e for e in audit.read(lab.dir) if e["event"] == "interrupted apply resolved"][-1]["ok"]

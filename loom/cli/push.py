@@ -210,6 +210,9 @@ def show_plan(path: Path, as_json: bool, entries: bool, switch: str | None = Non
     if p.get("plan_sha256") != content_digest(p):
         err.print(f"warning: {path} was modified after loom made it (plan_sha256 does not match its content): "
                   "what follows is not loom's plan, and `loom apply` refuses it", highlight=False, markup=False)
+    else:
+        for note in backend.review(p):
+            err.print(f"warning: {path}: {note}", highlight=False, markup=False)
     chosen = None
     if entries:
         every = backend.plan_entries(p)
@@ -236,7 +239,10 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
           model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply"),
           target: str = typer.Option("sim", "--target", help="with --model: the target whose last plan to apply (sim, ssh)"),
           keep_live: bool = typer.Option(False, "--keep-live", help="refuse to overwrite changes made outside loom "
-                                         "(by default the model wins over hand edits)")) -> None:
+                                         "(by default the model wins over hand edits)"),
+          from_edited: bool = typer.Option(False, "--from-edited-plan", help="push a plan whose tables differ from "
+                                           "what its model routes (edited after `loom plan`, checks passed); the "
+                                           "next `loom plan` reports the difference")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
     stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM.
     An Ethernet plan: frr-reload.py per switch, then every BGP session established and every
@@ -258,7 +264,7 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
     try:
         p = read_plan(plan_file)
         with bars(err):
-            res = pipeline.apply(p, plan_file, progress, keep_live)
+            res = pipeline.apply(p, plan_file, progress, keep_live, from_edited)
     except (PlanError, TargetError, Unsupported) as exc:
         fail(exc)
     except Interrupted as exc:

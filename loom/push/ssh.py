@@ -8,6 +8,7 @@ model file."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +19,7 @@ from loom.model.reading import load_yaml
 from .errors import PlanError, TargetError
 
 CONNECT_TIMEOUT = 10  # seconds for ssh to reach a host
+MESSAGE_CAP = 4000  # characters of a host's error output kept in a message (its first and last lines beyond)
 
 
 class SshError(TargetError):
@@ -53,27 +55,60 @@ class Connection:
 
     def __init__(self, host, ssh_config: str | None, control_dir: Path) -> None:
         self.host = host
-        self.base = ["ssh", *(["-F", ssh_config] if ssh_config else []), "-o", "BatchMode=yes",
-                     "-o", f"ConnectTimeout={CONNECT_TIMEOUT}", "-o", "ControlMaster=auto",
-                     "-o", f"ControlPath={control_dir}/%C", "-o", "ControlPersist=300",
-                     *(["-p", str(host.port)] if host.port else []), *(["-l", host.user] if host.user else [])]
+        self.options = [*(["-F", ssh_config] if ssh_config else []), "-o", "BatchMode=yes",
+                        "-o", f"ConnectTimeout={CONNECT_TIMEOUT}",
+                        *(["-p", str(host.port)] if host.port else []), *(["-l", host.user] if host.user else [])]
+        self.base = ["ssh", *self.options, "-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir}/%C",
+                     "-o", "ControlPersist=300"]
 
-    def run(self, script: str, stdin: str | None = None, timeout: float = 120, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
-        """Run a POSIX sh script on the host; raise SshError unless it exits with one of `ok`."""
+    def reproduce(self, command: str = "true") -> str:
+        """The ssh command a user can run to see the failure for themselves (the options Loom
+        uses, without its private connection sharing)."""
+        return shlex.join(["ssh", *self.options, "--", self.host.destination, command])
+
+    def run(self, script: str, stdin: str | None = None, timeout: float = 120, ok: tuple[int, ...] = (0,),
+            what: str | None = None) -> subprocess.CompletedProcess:
+        """Run a POSIX sh script on the host; raise SshError unless it exits with one of `ok`.
+        The error names the host, what ran (`what`, else the script's start), ssh's or the
+        command's whole message, and the ssh command that reproduces it."""
+        given, what = what, what or _short(script)
         try:
             res = subprocess.run([*self.base, "--", self.host.destination, script], input=stdin, capture_output=True,
                                  text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise SshError(f"{self.host.name}: no answer within {timeout:.0f}s") from None
+            raise SshError(f"{self.host.name}: `{what}` gave no answer within {timeout:.0f}s; to try the connection: "
+                           f"`{self.reproduce()}`") from None
         if res.returncode == 255:
-            raise SshError(f"{self.host.name}: ssh cannot reach {self.host.destination}: {res.stderr.strip()[-300:]}")
+            raise SshError(f"{self.host.name}: ssh cannot reach {self.host.destination} ({whole(res.stderr) or 'no message'}); "
+                           f"to reproduce: `{self.reproduce()}`")
         if res.returncode not in ok:
-            first = script.split()[0] if script.split() else "sh"
-            raise SshError(f"{self.host.name}: `{first} ...` exited with {res.returncode}: {res.stderr.strip()[-300:]}")
+            raise SshError(f"{self.host.name}: `{what}` exited with {res.returncode}: {whole(res.stderr) or 'no message'}; "
+                           f"to reproduce: `{self.reproduce(given or (script if len(script) <= 200 else 'true'))}`")
         return res
 
     def close(self) -> None:
         subprocess.run([*self.base, "-O", "exit", "--", self.host.destination], capture_output=True, timeout=10)
+
+
+def whole(text: str) -> str:
+    """A host's error output for a message: every line, joined; beyond MESSAGE_CAP characters its
+    first and last lines with how much was left out between (never cut mid-line)."""
+    lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
+    joined = " / ".join(lines)
+    if len(joined) <= MESSAGE_CAP:
+        return joined
+    head, tail = [], []
+    while lines and len(" / ".join(head + tail)) < MESSAGE_CAP // 2:
+        head.append(lines.pop(0))
+        if lines:
+            tail.insert(0, lines.pop())
+    return " / ".join(head) + f" / [... {len(lines)} lines left out ...] / " + " / ".join(tail)
+
+
+def _short(script: str) -> str:
+    """The start of a script, for a message."""
+    one = " ".join(script.split())
+    return one if len(one) <= 80 else one[:80] + " …"
 
 
 def close_all(conns, control: Path) -> None:

@@ -110,10 +110,21 @@ def as_built_lines(as_built: dict | None) -> list[str]:
     return out
 
 
+def sm_line(sm: dict) -> str:
+    """`master mgmt0 (LID 27, priority 15)`: one SM port as a plan recorded it (`sminfo.py`)."""
+    where = [] if sm["name"] == f"LID {sm['lid']}" else [f"LID {sm['lid']}"]  # a port no SM host is known at
+    if sm.get("guid") is None:
+        return f"{sm['name']}{f' ({where[0]})' if where else ''}: no SM answering"
+    return f"{sm['state']} {sm['name']} ({', '.join([*where, 'priority ' + str(sm['priority'])])})"
+
+
 def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     """An InfiniBand plan as `loom plan` and `loom show` print it: drift, standbys, QoS, partitions, the LFT
     entries per switch, the destinations that move, balance before and after."""
     c, q, pk = p["changes"], p["qos"], p.get("partitions") or {}
+    sms = p.get("subnet_managers") or []
+    if sms:
+        out.print("subnet manager: " + "; ".join(sm_line(s) for s in sms), highlight=False, markup=False)
     if p["drift"]:
         out.print(f"[yellow]drift:[/yellow] {escape(p['drift'])}", highlight=False)
     for line in p.get("standbys_differing", []):

@@ -21,10 +21,13 @@ class Ethernet:
     # ---------------------------------------------------------------- the simulated fabric
     def sim_up(self, model: Path, fabric: Fabric, ui: Ui) -> None:
         """Bring the fabric's planes up live (FRR per switch, hosts with per-NIC source routing),
-        switches on the configuration loom applied last (else interfaces only)."""
+        switches on the configuration loom applied last (else interfaces only).  An interrupted
+        apply is settled here too: a verified one is recorded first (the switches then start on
+        its configurations), any other restored once the daemons run (a restore reloads them)."""
         from loom.push import audit
         from loom.push.engine import take_lock
         from loom.push.errors import PlanError
+        from loom.push.journal import Journal
 
         from .apply import STARTUP, recover
         from .lab import needed_daemons, too_big
@@ -38,13 +41,16 @@ class Ethernet:
         d = FrrSimTarget.of(fabric.name)
         lock = take_lock(d, "sim up", ui.progress, fabric=fabric.name)
         try:
-            recover(d, progress=ui.progress)
+            pending = Journal(d.dir).load()
+            if pending is None or pending.get("phase") == "verified" or d.lab.is_up():
+                recover(d, progress=ui.progress)
             saved = d.dir / STARTUP
             startup = {n: (saved / f"{n}.conf").read_text() if (saved / f"{n}.conf").exists() else intent.startup[n]
                        for n in intent.configs}
             daemons = {n: needed_daemons(intent.configs[n]) for n in intent.configs}
             what = ui.phase("sim up", d.lab.up, fabric, startup, daemons)
             audit.record(d.dir, "sim up", outcome=what, fabric=fabric.name)
+            recover(d, progress=ui.progress)  # the restore of an apply that died while the fabric was down
         except OSError as exc:
             raise PlanError(f"cannot write the state of {fabric.name} in {d.dir}: {exc.strerror}") from None
         finally:
@@ -169,14 +175,21 @@ class Ethernet:
 
         check_shape(plan, str(path))
 
+    def review(self, plan: dict) -> list[str]:
+        return []  # apply renders the model again and refuses other configurations (`check_plan`)
+
     def settle(self, target, progress: Callable[[str], None]) -> str | None:
         from .apply import settle
 
         return settle(target, progress)
 
-    def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool):
+    def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool,
+              from_edited: bool = False):
         from .apply import apply_frr_plan
 
+        if from_edited:
+            raise Unsupported("--from-edited-plan is for InfiniBand plans: an Ethernet apply renders the model's "
+                              "configurations again and refuses a plan holding others")
         return apply_frr_plan(plan, plan_path, progress=progress, keep_live=keep_live)
 
     # ---------------------------------------------------------------- InfiniBand only

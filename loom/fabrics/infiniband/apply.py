@@ -15,31 +15,39 @@ QoS table whatever the switches hold, so drift made on a switch is repaired, not
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from loom.checks import check_tables
 from loom.expand import load_fabric
 from loom.expand.asbuilt import load_as_built, without_named
 from loom.push import engine
+from loom.push.audit import who
 from loom.push.engine import ApplyResult, Resolver, apply_on, journalled, nothing_written, quiet, timed, under_lock
 from loom.push.errors import PlanError, TargetError
 from loom.files import write_all_atomic
 from loom.push.journal import Journal
 from loom.push.packing import digest_live, digest_tables, mismatch, rows_text, unpack
+from loom.push.planfile import as_planned, check_state_dir, checked_model
+from loom.qos import plan_qos
 from loom.render.opensm import lfts_dump, tables_from_dump
 from loom.routing import Tables, subnet
 from loom.routing.base import NO_ROUTE
+from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
-from .checked import check_plan
+from .checked import check_plan, failing_checks
 from .design import design_files
+from .edited import edited_files
 from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
 from .pkeys import files as pkey_files, finish_files as pkey_finish, partitions_change, stale as pkeys_stale
 from .pkeys import verify as verify_pkeys
-from .plan import has_changes
+from .plan import Routed, drifted, model_routing
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
 from .qos_readback import digest, mismatches
 from .target import Target
@@ -47,10 +55,12 @@ from .targets import target_of_plan
 
 
 def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
-               progress: Callable[[str], None] = quiet, keep_live: bool = False) -> ApplyResult:
-    """Apply a plan to the target it was made for and verify it by reading back.
+               progress: Callable[[str], None] = quiet, keep_live: bool = False, from_edited: bool = False) -> ApplyResult:
+    """Apply a plan to the target it was made for and verify it by reading back.  A plan whose
+    tables are not what its model routes is refused unless `from_edited` (`--from-edited-plan`).
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""
-    return apply_on(target_of_plan(plan), RESOLVER, plan, plan_path, timeout, progress, keep_live, _apply_locked)
+    return apply_on(target_of_plan(plan), RESOLVER, plan, plan_path, timeout, progress, keep_live,
+                    partial(_apply_locked, from_edited=from_edited))
 
 
 def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: float = 180,
@@ -92,13 +102,16 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
     return under_lock(d, RESOLVER, purpose, context, timeout, progress, work)
 
 
-def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress, keep_live: bool) -> ApplyResult:
+def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress, keep_live: bool,
+                  from_edited: bool = False) -> ApplyResult:
     phases: dict[str, float] = {}
     progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS)")
     checked = timed(phases, "check plan", check_plan, plan)
+    master, _ = timed(phases, "ask who is master", d.subnet_managers)  # refuses none or two; over ssh, pushes to it
     d.health()
-    progress("reading live tables")
-    in_service = _in_service(checked.tables)
+    progress(f"reading live tables (master subnet manager: {master.name})")
+    t = checked.tables
+    in_service = _in_service(t)
     live_text = timed(phases, "read live", d.read_lfts, len(in_service))
     q = plan["qos"]
     # stale: forwarding tables read back, QoS by the options OpenSM programs the ports from (a full
@@ -110,39 +123,115 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     if keep_live and plan["drift"]:
         raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
-    if not has_changes(plan):
-        _remember_key(d, plan)
-        return ApplyResult(True, "no changes: live tables already match the plan", phases)
-    c = plan["changes"]
-    if _tables_only(plan, d, inputs, current_conf):
-        t = checked.tables
-        touched = changed_entries(tables_from_dump(t.subnet, live_text, "live"), t,
-                                  [r for r in range(t.subnet.n) if (t.lft[r] != NO_ROUTE).any()])
-        change = Change({"lfts": checked.desired_lfts}, checked.desired_lfts, None, t.subnet, c["entries_changed"],
-                        c["switches_touched"], current_conf, in_service, reload=True, touched=touched, tables=t)
+    live = tables_from_dump(t.subnet, live_text, "live")
+    routed = timed(phases, "route the model", _model_routing, plan, checked.fabric, t, d.dir, live)
+    edited = _edited(routed, t, checked.design_lfts)
+    if edited and not from_edited:
+        raise PlanError(f"the plan's tables differ from what its model routes on this fabric ({edited}): it was edited "
+                        "after `loom plan` made it; nothing was applied — run `loom plan` again, or `loom apply "
+                        "--from-edited-plan` to push it as it is (the next `loom plan` reports the difference)")
+    # what changes is computed here, from the live tables and the inputs, never taken from the plan's summary
+    ch = table_changes(live, t)
+    standbys = d.standby_drift(inputs)
+    pkeys = pkey_files(plan)  # the partitions file when loom manages it: computed against the live one
+    partitions = bool(pkeys) and (inputs.get("partitions") != pkeys["partitions"] or partitions_change(plan))
+    if not (ch.entries or q["desired_conf"] != current_conf or q["ports_differing"] or standbys or partitions):
+        if not edited:
+            _remember_key(d, routed, checked.desired_lfts)
+        return ApplyResult(True, "no changes: the live tables already are the plan's", phases)
+    if not partitions and _tables_only(plan, d, inputs, current_conf, drifted(d, t.subnet, live, digest_live(live_text), routed.last)):
+        touched = changed_entries(live, t, [r for r in range(t.subnet.n) if (t.lft[r] != NO_ROUTE).any()])
+        change = Change({"lfts": checked.desired_lfts}, checked.desired_lfts, None, t.subnet, ch.entries,
+                        ch.switches, current_conf, in_service, reload=True, touched=touched, tables=t)
     else:
-        change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts,
-                         **pkey_files(plan)},
-                        checked.desired_lfts, checked.qos_intent, checked.tables.subnet, c["entries_changed"],
-                        c["switches_touched"], restore_conf(plan["fabric"], current_conf, q["desired_conf"]), in_service,
-                        pkeys=pkey_files(plan) or None)
-    record = {**context, "model": plan["model"], "routing_key": plan.get("routing_key"), "design_key": _design_key(plan),
+        change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts, **pkeys},
+                        checked.desired_lfts, checked.qos_intent, t.subnet, ch.entries,
+                        ch.switches, restore_conf(plan["fabric"], current_conf, q["desired_conf"]), in_service,
+                        pkeys=pkeys or None)
+    design = _design_of(routed, plan)
+    record = {**context, "model": plan["model"], "routing_key": None if edited else routed.key,
+              "design_key": routed.design_key if design is not None else None,
+              "edited": {"routing_key": routed.key, "user": who()["user"], "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                         "plan_sha256": plan["plan_sha256"]} if edited else None,
               "cables_down": (plan.get("as_built") or {}).get("cables_down")}
-    return _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
-                          {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts,
-                           "design_lfts": checked.design_lfts})
+    result = _push_verified(d, change, {**inputs, "conf": current_conf}, record, timeout, progress, phases,
+                            {"desired_lfts": checked.desired_lfts, "previous_live": checked.previous_lfts,
+                             "design_lfts": lfts_dump(design) if design is not None else None,
+                             "model_lfts": lfts_dump(routed.tables) if edited else None})
+    if edited and result.ok:
+        result.message += " (from an edited plan: the next `loom plan` reports the difference to the model's routing)"
+    return result
 
 
-def _tables_only(plan: dict, d: Target, inputs: dict, current_conf: str) -> bool:
+def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Tables) -> Routed:
+    """What the plan's model routes on the fabric the plan was made for (the cables down it
+    names), computed from the target's records as `loom plan` does (`model_routing`).  The
+    plan's own `tables` passed every check already: they need not be checked again."""
+    state = load_as_built(plan["model"])
+    state = state.with_observed((plan.get("as_built") or {}).get("cables_down") or [])
+    qos = plan_qos(fabric.model)
+
+    def failing(t: Tables) -> list[str]:
+        if t.lft.shape == tables.lft.shape and (t.lft == tables.lft).all():
+            return []
+        return failing_checks(check_tables(t, ebb_samples=0, qos=qos))
+
+    return model_routing(state, state_dir, live, failing)
+
+
+def edited_against_model(plan: dict) -> str | None:
+    """For `loom show`: how a plan's tables differ from what its model routes on the fabric it
+    was made for, judged as apply judges it (with the live tables the plan was made against);
+    None when they are the model's, or when it cannot be judged here (its model or state gone:
+    apply says why)."""
+    try:
+        fabric = as_planned(plan, checked_model(plan, "the plan"), "the plan")
+        sn = subnet(fabric, 0)
+        tables = tables_from_dump(sn, rows_text(plan["desired_lfts"], "the plan", "desired_lfts"), "plan")
+        live = tables_from_dump(sn, rows_text(plan["previous_lfts"], "the plan", "previous_lfts"), "live")
+        design = plan.get("design_lfts")
+        routed = _model_routing(plan, fabric, tables, check_state_dir(plan, "the plan", _marker(plan)), live)
+        return _edited(routed, tables, rows_text(design, "the plan", "design_lfts") if design is not None else None)
+    except (PlanError, TargetError, OSError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _marker(plan: dict) -> str:
+    """The file loom writes in the state directory of the plan's target kind."""
+    return "target.json" if (plan.get("target") or {}).get("kind") == "ssh" else "fabric.net"
+
+
+def _edited(routed: Routed, tables: Tables, design_lfts: str | None) -> str | None:
+    """How the plan's tables (and the design tables it carries) differ from the model's routing,
+    or None when they are the model's."""
+    if routed.tables.lft.shape != tables.lft.shape:
+        return "they are not tables of the fabric as it stands"
+    ch = table_changes(routed.tables, tables)
+    if ch.entries:
+        return f"{ch.entries} entries on {ch.switches} switches"
+    mine = routed.new_design
+    if (design_lfts is None) != (mine is None) or (mine is not None and digest_live(design_lfts) != digest_tables(mine)):
+        return "the design tables it carries are not the model's"
+    return None
+
+
+def _design_of(routed: Routed, plan: dict) -> Tables | None:
+    """The design tables to keep with this apply: the model's routing where nothing is down, or
+    the design tables the routing was repaired from when loom does not keep them yet."""
+    if routed.new_design is not None:
+        return routed.new_design
+    return routed.tables if (plan.get("as_built") or {}).get("cables_down") == [] else None
+
+
+def _tables_only(plan: dict, d: Target, inputs: dict, current_conf: str, drift: bool) -> bool:
     """Does only the routing change, on a fabric that holds what loom applied last?  Then OpenSM
     re-reading its file is enough: it sends the blocks that differ from what it programmed,
     which are the entries that change, and only those are read back.  Loom must have applied
     before (else drift could not show), and options, pinned LIDs and QoS must stand as they are;
     otherwise OpenSM restarts and reprograms everything, which is also what repairs drift."""
     q = plan["qos"]
-    return (plan["drift"] is None and (d.dir / "last-applied.sha256").exists() and inputs["lfts"] is not None
-            and q["desired_conf"] == current_conf and not q["ports_differing"] and plan["guid2lid"] == inputs["guid2lid"]
-            and not partitions_change(plan))
+    return (not drift and (d.dir / "last-applied.sha256").exists() and inputs["lfts"] is not None
+            and q["desired_conf"] == current_conf and not q["ports_differing"] and plan["guid2lid"] == inputs["guid2lid"])
 
 
 @dataclass
@@ -238,22 +327,15 @@ def _only(in_service: list[int] | None) -> set[int] | None:
     return None if in_service is None else set(in_service)
 
 
-def _remember_key(d: Target, plan: dict) -> None:
-    """A plan with nothing to change: when what loom applied last is its desired tables, they
-    are the routing of its model too (the next plan of the same model takes them as they are)."""
+def _remember_key(d: Target, routed: Routed, desired: str) -> None:
+    """A plan of the model with nothing to change: when what loom applied last is its tables,
+    they are the routing of its model too (the next plan of the same model takes them as they are)."""
     last = d.dir / "last-applied.sha256"
-    if plan.get("routing_key") and last.exists() and last.read_text().strip() == plan["desired_sha256"]:
-        design = rows_text(plan["design_lfts"], "the plan", "design_lfts") if plan.get("design_lfts") else \
+    if last.exists() and last.read_text().strip() == digest_live(desired):
+        design = lfts_dump(routed.new_design) if routed.new_design is not None else \
             (d.dir / "last-applied.lfts").read_text() if (d.dir / "last-applied.lfts").exists() else None
-        write_all_atomic({d.dir / "last-applied.key": plan["routing_key"] + "\n", **_design_files(d, _design_key(plan), design)})
-
-
-def _design_key(plan: dict) -> str | None:
-    """The design's routing key when the plan holds design tables loom does not keep yet: its
-    desired tables when it was made with nothing down, else the `design_lfts` it carries
-    (`loom.fabrics.infiniband.design`: the fabric is repaired from them and returns to them)."""
-    as_built = plan.get("as_built") or {}
-    return plan.get("design_key") if as_built.get("cables_down") == [] or plan.get("design_lfts") else None
+        write_all_atomic({d.dir / "last-applied.key": routed.key + "\n", **edited_files(d.dir, None, None),
+                          **_design_files(d, routed.design_key if design is not None else None, design)})
 
 
 def _design_files(d: Target, design_key: str | None, lfts: str | None) -> dict:
@@ -270,7 +352,9 @@ def _finish(d: Target, j: dict, journal: Journal) -> None:
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None,
                       **pkey_finish(d.dir, j),
                       **_design_files(d, j.get("design_key"),
-                                      _kept(journal, j, "design_lfts") or _kept(journal, j, "desired_lfts"))})
+                                      _kept(journal, j, "design_lfts") or _kept(journal, j, "desired_lfts")),
+                      # a plan's apply records whether it came from an edited plan; a watcher's leaves that as it is
+                      **(edited_files(d.dir, j["edited"], _kept(journal, j, "model_lfts")) if "edited" in j else {})})
     journal.clear()
 
 
@@ -297,7 +381,7 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
                        "is kept and the next loom command on this fabric retries the restore")
     if d.fabric_down():
         journal.clear()
-        return True, "previous input files restored; the fabric is down (`loom sim up` loads them, checked)"
+        return True, f"previous input files restored; the fabric cannot be reached: {d.bring_up(j['model'])}"
     try:
         engine = d.push(timeout)
         back = d.read_lfts(_expect(j.get("in_service")))
@@ -312,7 +396,8 @@ def _restore(d: Target, j: dict, timeout: float) -> tuple[bool, str]:
             verify_pkeys(d, _as_it_stands(j), files.get("partitions"))
     except TargetError as exc:
         journal.clear()
-        return False, f"RESTORE FAILED ({exc}): the previous inputs are in place; run `loom sim up` then `loom plan`"
+        return False, (f"RESTORE FAILED ({exc}): the previous inputs are in place but not verified on the fabric; "
+                       f"{d.bring_up(j['model'])}, then run `loom plan`")
     journal.clear()
     if wrong:
         return False, f"RESTORE FAILED: read-back differs from the previous state ({wrong}); run `loom plan` to see it"

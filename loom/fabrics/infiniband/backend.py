@@ -88,6 +88,7 @@ class InfiniBand:
         d = Daemons.of(fabric.name)
         s = {**d.status(), "lock_free": is_free(d.dir), "interrupted_apply": Journal(d.dir).load() is not None,
              "links_down": links_down(d.dir)}
+        s.update(_subnet_managers(d, s))
         if as_json:
             sys.stdout.write(json.dumps(s, indent=2) + "\n")
         else:
@@ -98,6 +99,7 @@ class InfiniBand:
                          f"subnet up: {'yes' if s['subnet_up'] else 'no'}  sweeps: {s['sweeps']}  "
                          f"engine: {s['routing_engine']}  lock: {'free' if s['lock_free'] else 'held'}"
                          + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
+                         + (f"\nsubnet manager: {s['subnet_manager']}" if s["subnet_manager"] else "")
                          + ("  [yellow]an interrupted apply awaits recovery (any loom command resolves it)[/yellow]"
                             if s["interrupted_apply"] else ""), highlight=False)
         return s["subnet_up"]
@@ -201,15 +203,24 @@ class InfiniBand:
 
         check_shape(plan, path)
 
+    def review(self, plan: dict) -> list[str]:
+        """Warnings for `loom show`: tables that are not what the plan's model routes."""
+        from .apply import edited_against_model
+
+        edited = edited_against_model(plan)
+        return [f"its tables differ from what its model routes on that fabric ({edited}): it was edited after "
+                "`loom plan` made it, and `loom apply` refuses it unless given --from-edited-plan"] if edited else []
+
     def settle(self, target, progress: Callable[[str], None]) -> str | None:
         from .apply import settle
 
         return settle(target, progress)
 
-    def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool):
+    def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool,
+              from_edited: bool = False):
         from .apply import apply_plan
 
-        return apply_plan(plan, plan_path, progress=progress, keep_live=keep_live)
+        return apply_plan(plan, plan_path, progress=progress, keep_live=keep_live, from_edited=from_edited)
 
     # ---------------------------------------------------------------- InfiniBand only
     def watcher(self, model: Path, fabric: Fabric, target, hold_down: float, log: Callable,
@@ -255,3 +266,20 @@ class InfiniBand:
 
 
 BACKEND = InfiniBand()
+
+
+def _subnet_managers(d, status: dict) -> dict:
+    """Who is master, asked of the fabric (`sminfo.py`) while both daemons run: the subnet is up
+    only when exactly one SM is master, whatever OpenSM's log says."""
+    from loom.push.errors import TargetError
+    from loom.render.plan_report import sm_line
+
+    from .target import SimTarget
+
+    if not status["subnet_up"]:
+        return {"subnet_manager": None}
+    try:
+        master, ports = SimTarget(d).subnet_managers()
+    except TargetError as exc:
+        return {"subnet_up": False, "subnet_manager": str(exc)}
+    return {"subnet_manager": "; ".join(sm_line(p.as_dict()) for p in (master, *(p for p in ports if p is not master)))}

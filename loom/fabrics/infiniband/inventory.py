@@ -39,10 +39,11 @@ class SmHost:
     priority: int  # OpenSM's sm_priority: the highest is the master
     ca: str  # the host's CA in the simulated sense: where directed routes start (QoS read-back)
     paths: SmPaths
+    lid: int | None = None  # the LID of its port (pinned by the model): where its SMInfo is asked (`sminfo.py`)
 
     def as_dict(self) -> dict:
         return {"name": self.name, "destination": self.destination, "user": self.user, "port": self.port,
-                "priority": self.priority, "ca": self.ca, "paths": self.paths.as_dict()}
+                "priority": self.priority, "ca": self.ca, "paths": self.paths.as_dict(), "lid": self.lid}
 
 
 def host_from_dict(raw: dict, where: str) -> SmHost:
@@ -60,10 +61,12 @@ def host_from_dict(raw: dict, where: str) -> SmHost:
         raise PlanError(f"{where}: ssh port {port!r} of {raw.get('name')!r} is not 1-65535; fix the inventory")
     if not (isinstance(prio, int) and 0 <= prio <= 15):
         raise PlanError(f"{where}: loom_sm_priority {prio!r} of {raw.get('name')!r} is not 0-15 (OpenSM's range)")
-    user = raw.get("user")
+    user, lid = raw.get("user"), raw.get("lid")
+    if lid is not None and not (isinstance(lid, int) and 0 < lid < 0xC000):
+        raise PlanError(f"{where}: LID {lid!r} of {raw.get('name')!r} is not a unicast LID; run `loom plan` again")
     return SmHost(clean(raw.get("name"), "host", where), clean(raw.get("destination") or raw.get("name"), "host", where),
                   clean(user, "user", where) if user is not None else None, port, prio,
-                  clean(raw.get("ca"), "CA", where), SmPaths(**paths))
+                  clean(raw.get("ca"), "CA", where), SmPaths(**paths), lid)
 
 
 def _group(hosts_yml: dict, path: Path) -> dict:
@@ -107,6 +110,6 @@ def sm_hosts(fabric: Fabric, inventory: Path) -> list[SmHost]:
         default_prio = 15 if name == fabric.model.subnet_manager else 1
         out.append(host_from_dict({
             "name": name, "destination": v.get("ansible_host"), "user": v.get("ansible_user"), "port": v.get("ansible_port"),
-            "priority": v.get("loom_sm_priority", default_prio), "ca": ports[0].ca,
+            "priority": v.get("loom_sm_priority", default_prio), "ca": ports[0].ca, "lid": ports[0].lid,
             "paths": {k: v[var] for k, var in INVENTORY_VARS.items() if var in v}}, str(hosts_file)))
     return out

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from pydantic import BaseModel
@@ -34,6 +36,7 @@ from loom.routing.updown import UpDown
 
 from .checked import failing_checks
 from .design import as_it_stands, design_tables, key_of_last, last_applied
+from .edited import edited_note, edited_record
 from .pkeys import partitions_change, plan_partitions
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
 from .qos_readback import digest, mismatches
@@ -66,13 +69,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     difference (standbys included)."""
     model_path = Path(model_path).resolve()
     what = "the simulated fabric" if target.kind == "sim" else f"the subnet manager ({target.where()})"
-    try:
-        target.health()
-    except TargetError as exc:
-        raise PlanError(f"{what} of {fabric.name} is not up: {exc}") from None
-    if not target.ready():
-        raise PlanError(f"{what} of {fabric.name} is not up" +
-                        (f"; run `loom sim up {model_path}`" if target.kind == "sim" else " (no SUBNET UP in OpenSM's log)"))
+    sms = subnet_managers(target, f"{what} of {fabric.name}", f"; run `loom sim up {model_path}`" if target.kind == "sim" else "")
     state = state_of(model_path, target)
     fabric = state.fabric
     sn = subnet(fabric, 0)
@@ -85,28 +82,19 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     with ThreadPoolExecutor(1) as pool:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
         pkeys = pool.submit(plan_partitions, fabric, sn, target, inputs.get("partitions"))
-        key, design_key = routing_key(fabric), routing_key(state.design)
-        last = last_applied(target.dir, fabric)
-
-        def failing(t: Tables) -> list[str]:
-            return failing_checks(check_tables(t, ebb_samples=0, qos=qos))
-
-        new_design = None  # design tables loom does not keep yet, which the plan carries to its apply
-        if last is not None and key_of_last(target.dir) == key:
-            tables, made, failed = last, "as applied last", failing(last)
-        else:
-            design, kept = design_tables(target.dir, state.design, design_key, last or live)
-            tables, made, failed = as_it_stands(state, design, failing)
-            new_design = None if kept or tables is design else design
-        if failed:
-            raise PlanError(f"the routing for {fabric.name} fails {failed[0]}; run `loom check {model_path}` for details")
+        routed = model_routing(state, target.dir, live, lambda t: failing_checks(check_tables(t, ebb_samples=0, qos=qos)))
+        tables, last = routed.tables, routed.last
+        if routed.failed:
+            raise PlanError(f"the routing for {fabric.name} fails {routed.failed[0]}; run `loom check {model_path}` for details")
         balance = {"balance_before": balance_summary(live)}
         balance["balance_after"] = balance["balance_before"] if (live.lft == tables.lft).all() else balance_summary(tables)
         qos_part = reading.result()
         partitions = pkeys.result()
     drift = []
-    if _drifted(target, sn, live, live_sha, last):
+    if drifted(target, sn, live, live_sha, last):
         drift.append("live forwarding tables differ from what loom applied last (changed outside loom)")
+    if routed.edited is not None and (live.lft != tables.lft).any():
+        drift.append(edited_note(routed.edited))
     if qos_part["drift"]:
         drift.append(qos_part["drift"])
     if partitions["drift"]:
@@ -119,22 +107,70 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         **plan_header(model_path, fabric, target),
         "live_sha256": live_sha,
         "desired_sha256": digest_tables(tables),
-        "routing_key": key,
-        "design_key": design_key,
-        "as_built": {**state.as_dict(), "routing": made},
+        "routing_key": routed.key,
+        "design_key": routed.design_key,
+        "as_built": {**state.as_dict(), "routing": routed.made},
         "drift": "; ".join(drift) or None,
         "new_switches": _new_switches(sn, last),
         "qos": qos_part,
         "partitions": partitions,
         "changes": diff_tables(live, tables),
         "standbys_differing": standbys,
+        "subnet_managers": sms,
         **balance,
         "desired_lfts": table_rows(tables),
-        "design_lfts": table_rows(new_design) if new_design is not None else None,
+        "design_lfts": table_rows(routed.new_design) if routed.new_design is not None else None,
         "previous_lfts": table_rows(live),
         "guid2lid": guid2lid(tables),
     }
     return {**plan, "plan_sha256": content_digest(plan)}
+
+
+@dataclass
+class Routed:
+    """What the model routes on the fabric as it stands, and from what."""
+
+    tables: Tables
+    made: str  # how: "as applied last", "design", a repair, "the model's routing (...)"
+    failed: list[str]  # the checks the tables fail
+    key: str  # the routing key of the fabric as it stands
+    design_key: str  # the routing key of the intact design
+    new_design: Tables | None  # design tables loom does not keep yet (a plan carries them to its apply)
+    last: Tables | None  # what loom applied last
+    edited: dict | None  # the record of an apply from an edited plan on this fabric (`edited.py`)
+
+
+def model_routing(state: AsBuilt, state_dir: Path, live: Tables, failing: Callable[[Tables], list[str]]) -> Routed:
+    """The tables the model routes on the fabric as it stands — what apply was made for, so
+    plan and apply compute them the same way (apply refuses a plan holding other tables
+    unless told it was edited on purpose): what loom applied last when it was this fabric's
+    plan (a plan's routing is a fixpoint); the model's routing recorded by an apply from an
+    edited plan (the edited tables are not the model's); else the design tables, or their
+    repair around what is down."""
+    fabric = state.fabric
+    key, design_key = routing_key(fabric), routing_key(state.design)
+    last = last_applied(state_dir, fabric)
+    edited = edited_record(state_dir, fabric)
+    if edited is not None and edited[0]["routing_key"] == key:
+        return Routed(edited[1], "the model's routing (the live tables came from an edited plan)",
+                      failing(edited[1]), key, design_key, None, last, edited[0])
+    if last is not None and key_of_last(state_dir) == key:
+        return Routed(last, "as applied last", failing(last), key, design_key, None, last, None)
+    design, kept = design_tables(state_dir, state.design, design_key, last or live)
+    tables, made, failed = as_it_stands(state, design, failing)
+    new_design = None if kept or tables is design else design
+    return Routed(tables, made, failed, key, design_key, new_design, last, edited and edited[0])
+
+
+def subnet_managers(target: Target, what: str, advice: str = "") -> list[dict]:
+    """The fabric's subnet managers, the master first (SMInfo, `sminfo.py`); PlanError when none
+    or several are master, or the master's OpenSM is not running where the target pushes."""
+    try:
+        master, ports = target.subnet_managers()
+        target.health()
+    except TargetError as exc:
+        raise PlanError(f"{what} is not up: {exc}{'' if 'loom sim up' in str(exc) else advice}") from None
+    return [p.as_dict() for p in (master, *(p for p in ports if p is not master))]
 
 
 def state_of(model_path: Path, target: Target) -> AsBuilt:
@@ -148,7 +184,7 @@ def state_of(model_path: Path, target: Target) -> AsBuilt:
         raise PlanError(str(exc)) from None
 
 
-def _drifted(target: Target, sn, live: Tables, live_sha: str, last: Tables | None) -> bool:
+def drifted(target: Target, sn, live: Tables, live_sha: str, last: Tables | None) -> bool:
     """Do the live tables differ from what loom applied last?  Compared on the switches in
     service only when loom's copy of them is at hand: a switch that is down or cut off since
     cannot answer, which is the fabric as it stands, not a change made outside loom."""
@@ -238,6 +274,14 @@ class _Target(BaseModel):
     kind: str
 
 
+class _Sm(BaseModel):
+    name: str
+    lid: int
+    guid: str | None
+    priority: int | None
+    state: str
+
+
 class _Summary(BaseModel):
     """The parts of a plan `loom show` prints (other keys are not shown, so not checked here)."""
 
@@ -250,6 +294,7 @@ class _Summary(BaseModel):
     qos: _Qos
     changes: _Changes
     standbys_differing: list[str] = []
+    subnet_managers: list[_Sm] = []
     balance_before: _Balance
     balance_after: _Balance
 

@@ -31,9 +31,9 @@ from loom.render.sm_host import managed_block, merge, qos_part
 from loom.routing.subnet import Subnet
 
 from .daemon import engines_in
-from loom.push.errors import PlanError
+from loom.push.errors import PlanError, TargetError
 from loom.files import TEMP_PREFIX
-from loom.push.ssh import Connection, SshError, clean, close_all
+from loom.push.ssh import Connection, SshError, clean, close_all, whole
 from loom.push.state import ssh_state_dir as state_dir
 from .inventory import SmHost, host_from_dict, sm_hosts
 from .qos_readback import qos_jobs
@@ -63,7 +63,7 @@ class SshTarget:
                             "`subnet_managers` group")
         self.fabric = fabric_name
         self.hosts = sorted(hosts, key=lambda h: -h.priority)  # stable: the first of the highest priority leads
-        self.master = self.hosts[0]
+        self.master = self.hosts[0]  # until the fabric says which is master (`subnet_managers`)
         self.switches = switches
         self.dir = Path(dir)
         self.ssh_config = ssh_config
@@ -78,6 +78,9 @@ class SshTarget:
         if not isinstance(hosts, list) or not isinstance(spec.get("switches"), int):
             raise PlanError(f"{where}: its ssh target lacks hosts or switches; run `loom plan` again")
         cfg = spec.get("ssh_config")
+        if any(isinstance(h, dict) and h.get("lid") is None for h in hosts):
+            raise PlanError(f"{where} was made by an older loom (its SM hosts have no LIDs, where loom asks who is "
+                            "master); run `loom plan` again")
         return cls(fabric_name, [host_from_dict(h, where) for h in hosts], spec["switches"], dir,
                    clean(cfg, "ssh_config", where) if cfg is not None else None)
 
@@ -101,11 +104,13 @@ class SshTarget:
 
     # ------------------------------------------------------------------ state of OpenSM
     def _opensm(self, host: SmHost) -> str:
-        """'systemd', 'pid' (running from its pid file) or 'down'."""
+        """'systemd', 'pid' (running from its pid file; a killed one its parent has not reaped yet,
+        a zombie, is not running) or 'down'."""
         pf = shlex.quote(host.paths.pidfile)
         return self._on(host).run(
             "if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet opensm 2>/dev/null; then echo systemd; "
-            f"elif [ -r {pf} ] && kill -0 \"$(cat {pf})\" 2>/dev/null; then echo pid; else echo down; fi").stdout.strip()
+            f"elif [ -r {pf} ] && s=$(ps -o stat= -p \"$(cat {pf})\" 2>/dev/null | tr -d ' ') && [ -n \"$s\" ] && "
+            "[ \"${s#Z}\" = \"$s\" ]; then echo pid; else echo down; fi").stdout.strip()
 
     def health(self) -> None:
         if self._opensm(self.master) == "down":
@@ -116,8 +121,51 @@ class SshTarget:
         log = shlex.quote(host.paths.log)
         return self._on(host).run(f"grep -a -- {shlex.quote(pattern)} {log} 2>/dev/null; true").stdout.splitlines()
 
-    def ready(self) -> bool:
-        return self._opensm(self.master) != "down" and bool(self._log_lines(self.master, "SUBNET UP"))
+    @property
+    def standbys(self) -> list[SmHost]:
+        return [h for h in self.hosts if h is not self.master]
+
+    def subnet_managers(self):
+        """Ask the fabric who is master (`sminfo.py`: SMInfo of every SM host's port and of every
+        port the SA lists as an SM), from the first SM host that answers ssh; the master's host
+        is then the one pushed to and read from, the others are its standbys."""
+        from .sminfo import the_master
+
+        ports, host = self._ask()
+        master = the_master(ports, f"{self.fabric} (asked from {host.name})")
+        by_lid = {h.lid: h for h in self.hosts}
+        if master.lid not in by_lid:
+            raise SshError(f"the master subnet manager of {self.fabric} is {master}, not one of the inventory's SM hosts "
+                           f"({', '.join(h.name for h in self.hosts)}): loom pushes only through those; stop that SM or "
+                           "add its host to the `subnet_managers` group")
+        self.master = by_lid[master.lid]
+        return master, ports
+
+    def _ask(self):
+        """Every SM port's SMInfo, asked from the first SM host that answers ssh, and that host."""
+        from .sminfo import parse, script
+
+        names = {h.lid: h.name for h in self.hosts if h.lid}
+        text, errors = None, []
+        for host in self.hosts:
+            try:
+                text = self._on(host).run(_in_scratch(script(list(names))), timeout=READ_TIMEOUT,
+                                          what="saquery -s; sminfo LID (each SM port)").stdout
+                break
+            except SshError as exc:
+                errors.append(str(exc))
+        if text is None:
+            raise SshError("no subnet-manager host answers: " + "; ".join(errors))
+        return parse(text, names), host
+
+    def holder(self) -> str:
+        """Who holds the subnet now, for a message (a sweep that did not come)."""
+        from .sminfo import holder
+
+        try:
+            return holder(self._ask()[0])
+        except SshError as exc:
+            return f"the SM hosts could not be asked ({exc})"
 
     def fabric_down(self) -> bool:
         try:
@@ -125,6 +173,11 @@ class SshTarget:
         except SshError:
             return True
         return False
+
+    def bring_up(self, model: str) -> str:
+        hosts = ", ".join(h.name for h in self.hosts)
+        return (f"make OpenSM run on an SM host ({hosts}: `systemctl start opensm`, or as the site runs it) and "
+                f"check that `ssh` reaches them; the restored inputs are what it loads")
 
     def cabled_as(self, fabric: Fabric) -> bool:
         """The hosts cannot tell the cabling without a discovery; the plan's read-back catches a
@@ -138,11 +191,11 @@ class SshTarget:
 
     # ------------------------------------------------------------------ reading the fabric
     def read_lfts(self, expect: int | None = None) -> str:
-        res = self._on(self.master).run(_in_scratch("dump_fts"), timeout=READ_TIMEOUT)
+        res = self._on(self.master).run(_in_scratch("dump_fts"), timeout=READ_TIMEOUT, what="dump_fts")
         got, want = res.stdout.count("Unicast lids ["), expect if expect is not None else self.switches
         if got < want:
             raise SshError(f"{self.master.name}: dump_fts read the tables of {got} of {want} switches: "
-                           f"{res.stderr.strip()[-300:]}")
+                           f"{whole(res.stderr) or 'no message'}")
         return res.stdout
 
     def read_qos(self, sn: Subnet) -> dict:
@@ -164,18 +217,18 @@ class SshTarget:
 
         code = Path(madquery.__file__).read_text()
         script = _in_scratch(f"python3 -c {shlex.quote(code)}")
-        res = self._on(self.master).run(script, stdin=json.dumps(jobs), timeout=READ_TIMEOUT)
+        res = self._on(self.master).run(script, stdin=json.dumps(jobs), timeout=READ_TIMEOUT, what=f"python3 ({what})")
         try:
             out = json.loads(res.stdout)
         except json.JSONDecodeError:
-            raise SshError(f"{self.master.name}: {what} gave no answer: {res.stderr.strip()[-300:]}") from None
+            raise SshError(f"{self.master.name}: {what} gave no answer: {whole(res.stderr) or 'no message'}") from None
         if out["errors"] and every:
             raise SshError(f"{what} on {self.master.name}: {len(out['errors'])} queries got no answer, "
                            f"e.g. {out['errors'][0]}")
         return out["answers"]
 
     def run(self, args: list[str], timeout: float = 120) -> str:
-        return self._on(self.master).run(_in_scratch(shlex.join(args)), timeout=timeout).stdout
+        return self._on(self.master).run(_in_scratch(shlex.join(args)), timeout=timeout, what=shlex.join(args)).stdout
 
     # ------------------------------------------------------------------ input files
     def _remote(self, host: SmHost) -> dict[str, str]:
@@ -200,7 +253,7 @@ class SshTarget:
         """Every host, standbys first and the master last: each host's files are staged as temp
         files beside their targets, then renamed together (a host that cannot stage them fails
         before any of its files changed)."""
-        for host in reversed(self.hosts):
+        for host in [*reversed(self.standbys), self.master]:
             self._write_host(host, files)
 
     def _write_host(self, host: SmHost, files: dict[str, str | None]) -> None:
@@ -229,7 +282,7 @@ class SshTarget:
 
     def standby_drift(self, files: dict[str, str | None]) -> list[str]:
         out = []
-        for host in self.hosts[1:]:
+        for host in self.standbys:
             theirs = self.inputs_of(host)
             differ = [k for k in INPUTS if k in files and theirs[k] != files[k]]
             if differ:
@@ -253,8 +306,11 @@ class SshTarget:
         from . import restart_opensm
 
         how = self._opensm(self.master)
-        if how == "down":
-            self.health()
+        if how == "down":  # a failover since the master was found (a restore after it): push to the new master
+            self._follow_failover(timeout)
+            how = self._opensm(self.master)
+            if how == "down":
+                self.health()
         before = len(self._log_lines(self.master, "SUBNET UP"))
         code = Path(restart_opensm.__file__).read_text()
         self._on(self.master).run("systemctl restart opensm" if how == "systemd" else
@@ -268,6 +324,24 @@ class SshTarget:
         self._on(self.master).run(f"kill -HUP \"$(cat {shlex.quote(self.master.paths.pidfile)})\"")
         return self._await_sweep(before, timeout)
 
+    def _follow_failover(self, timeout: float) -> None:
+        """Wait (up to `timeout`, at most a minute) for a standby to take over from a master whose
+        OpenSM stopped, and make it the master pushed to; TargetError when none does."""
+        deadline = time.monotonic() + min(timeout, 60)
+        while True:
+            try:
+                self.subnet_managers()
+                if self._opensm(self.master) != "down":
+                    return
+            except SshError:
+                raise
+            except TargetError:
+                pass
+            if time.monotonic() > deadline:
+                self.subnet_managers()  # raises, naming who holds the subnet
+                return
+            time.sleep(1)
+
     def _await_sweep(self, before: int, timeout: float) -> str:
         """The engine of the first sweep finished after `before` SUBNET UP lines."""
         deadline = time.monotonic() + timeout
@@ -277,4 +351,5 @@ class SshTarget:
                 return engines[-1] if engines else "?"
             self.health()
             time.sleep(0.2)
-        raise SshError(f"OpenSM on {self.master.name} did not finish a sweep within {timeout:.0f}s; see {self.master.paths.log}")
+        raise SshError(f"OpenSM on {self.master.name} did not finish a sweep within {timeout:.0f}s ({self.holder()}); "
+                       f"see {self.master.paths.log} on {self.master.name}")

@@ -25,6 +25,9 @@ from loom.routing.subnet import Subnet
 
 from .daemon import Daemons
 from .qos_readback import read_qos
+from loom.push.errors import TargetError
+
+from .sminfo import SmPort
 
 INPUTS = ("lfts", "conf", "guid2lid", "partitions")
 
@@ -44,11 +47,15 @@ class Target(Protocol):
     def health(self) -> None:
         """Raise TargetError naming what is down."""
 
-    def ready(self) -> bool:
-        """Is the subnet up and managed (plan refuses otherwise)?"""
+    def subnet_managers(self) -> tuple[SmPort, list[SmPort]]:
+        """The master subnet manager and every SM port, asked of the fabric (SMInfo, `sminfo.py`);
+        TargetError naming them when none or several are master (plan and apply refuse)."""
 
     def fabric_down(self) -> bool:
         """Is the fabric unreachable, so nothing can be read or pushed (a restore only writes)?"""
+
+    def bring_up(self, model: str) -> str:
+        """What the user does to get the subnet managed again, for a message (per target)."""
 
     def cabled_as(self, fabric: Fabric) -> bool:
         """Is the fabric cabled as `fabric` says (as far as the target can tell)?"""
@@ -125,11 +132,25 @@ class SimTarget:
     def health(self) -> None:
         self.d.health()
 
-    def ready(self) -> bool:
-        return self.d.up_and_running()
+    def subnet_managers(self) -> tuple[SmPort, list[SmPort]]:
+        """SMInfo asked from the CA of Loom's OpenSM (its port's LID read locally, by directed
+        route) and of every port the SA lists as an SM (another OpenSM a test starts)."""
+        from .sminfo import the_master
+
+        ports = self._ports()
+        return the_master(ports, f"the simulated fabric {self.dir.name}"), ports
+
+    def _ports(self) -> list[SmPort]:
+        from .sminfo import local_lid, parse, script
+
+        own = local_lid(self.run(["smpquery", "-D", "portinfo", "0"]))
+        return parse(self.run(["sh", "-c", script([own])]), {own: self.d.sm_host})
 
     def fabric_down(self) -> bool:
         return self.d.fabric_down()
+
+    def bring_up(self, model: str) -> str:
+        return f"run `loom sim up {model}` (it loads the restored inputs, checked)"
 
     def cabled_as(self, fabric: Fabric) -> bool:
         return self.d.cabled_as(fabric)
@@ -174,10 +195,26 @@ class SimTarget:
         write_all_atomic({self._paths()[k]: v for k, v in files.items()})
 
     def push(self, timeout: float) -> str:
-        return self.d.push(timeout)
+        return self._swept(self.d.push, timeout)
 
     def reload(self, timeout: float) -> str:
-        return self.d.reload(timeout)
+        return self._swept(self.d.reload, timeout)
+
+    def _swept(self, push, timeout: float) -> str:
+        """`push` (the daemons' restart or reload); a sweep that does not come says who holds the subnet."""
+        from .sim import SimError
+        from .sminfo import holder
+
+        try:
+            return push(timeout)
+        except SimError as exc:
+            if "did not finish a sweep" not in str(exc):
+                raise
+            try:
+                said = holder(self._ports())
+            except TargetError as why:
+                said = f"the fabric could not be asked ({why})"
+            raise SimError(f"{exc} ({said})") from None
 
     def standby_drift(self, files: dict[str, str | None]) -> list[str]:
         return []  # one OpenSM: no standbys
