@@ -165,11 +165,16 @@ def test_the_watcher_killed_mid_reroute(fabric_up, tmp_path):
 def test_the_design_tables_are_kept_only_from_an_intact_fabric():
     """`design.lfts` is written by an apply of a plan made with nothing down (the plan's
     `as_built.cables_down` empty): a plan around a failure never becomes the design."""
-    from loom.fabrics.infiniband.apply import _design_key
+    from types import SimpleNamespace
 
-    assert _design_key({"design_key": "k", "as_built": {"cables_down": []}}) == "k"
-    assert _design_key({"design_key": "k", "as_built": {"cables_down": ["z0-leaf0/5"]}}) is None
-    assert _design_key({"design_key": "k"}) is None  # a plan of an older loom: not known to be intact
+    from loom.fabrics.infiniband.apply import _design_of
+
+    routed = SimpleNamespace(new_design=None, tables="the model's tables")
+    assert _design_of(routed, {"as_built": {"cables_down": []}}) == "the model's tables"
+    assert _design_of(routed, {"as_built": {"cables_down": ["z0-leaf0/5"]}}) is None
+    assert _design_of(routed, {}) is None  # a plan of an older loom: not known to be intact
+    carried = SimpleNamespace(new_design="the design it was repaired from", tables="repaired")
+    assert _design_of(carried, {"as_built": {"cables_down": ["z0-leaf0/5"]}}) == "the design it was repaired from"
 
 
 @pytest.mark.parametrize("fabric_up", ["leafgrow"], indirect=True)
