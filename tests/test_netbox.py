@@ -290,3 +290,21 @@ def test_partitions_are_tags_on_their_member_devices_kept_apart_from_the_sites_t
     assert (change.kind, change.key, change.action) == ("devices", "z0-c00", "update")
     assert have == [TAG, "rack-a-hot", "loom-pkey-0200-limited"]
     assert new == [TAG, "rack-a-hot", Ref("tags", "loom-pkey-0101-full"), Ref("tags", "loom-pkey-0200-limited")]
+
+
+def test_a_record_of_netbox_own_shape_passes_and_a_foreign_one_is_named():
+    """The record check takes what NetBox 4 sends — a cable's `type` as a plain string, an
+    interface's as {"value", "label"} — and names the field of anything else."""
+    from loom.netbox.client import NetBoxError
+    from loom.netbox.state import check_record
+
+    client = type("C", (), {"url": "http://127.0.0.1:9"})()
+    cable = {"id": 1, "type": "cat6", "status": {"value": "connected", "label": "Connected"}, "a_terminations": [],
+             "b_terminations": [], "length_unit": None, "tags": [{"id": 3, "slug": "loom"}]}
+    assert check_record(client, "cables", cable) is cable
+    iface = {"id": 2, "name": "p1", "type": {"value": "200gbase-x-qsfp56", "label": "QSFP56"}, "device": {"id": 5, "name": "x"}}
+    assert check_record(client, "interfaces", iface) is iface
+    with pytest.raises(NetBoxError, match="field 'tags'"):
+        check_record(client, "cables", {**cable, "tags": "loom"})
+    with pytest.raises(NetBoxError, match="field 'name'"):
+        check_record(client, "interfaces", {**iface, "name": None})

@@ -139,7 +139,8 @@ def test_two_masters_are_refused_naming_both(pair, ssh_state, tmp_path):
         states = [ls[-1].split("Entering ")[1].split()[0] if ls else "none" for ls in last]
         return states if all(st in ("MASTER", "STANDBY") for st in states) else None
 
-    for _ in range(4):
+    seen = []
+    for _ in range(6):
         for h in pair.hosts:
             pair.kill_opensm(h)
         starts = [threading.Thread(target=pair.start_opensm, args=(h,)) for h in pair.hosts]
@@ -148,15 +149,20 @@ def test_two_masters_are_refused_naming_both(pair, ssh_state, tmp_path):
         for t in starts:
             t.join()
         try:
-            if wait_for("both OpenSMs to settle", settled_as, 30) == ["MASTER", "MASTER"]:
-                break
+            if wait_for("both OpenSMs to settle", settled_as, 30) != ["MASTER", "MASTER"]:
+                continue
         except AssertionError:
             continue  # one stayed DISCOVERING (a hung sweep under umad2sim): try again
+        # the logs say MASTER twice; what counts is what the fabric says when plan asks (the two
+        # may already have met, one of them back to DISCOVERING): refused while two answer master
+        code, out = loom("plan", TINY, *ssh_state)
+        flat = " ".join(out.split())
+        seen.append(flat[-300:])
+        if "2 subnet managers are master on tiny" in flat:
+            break
     else:
-        pytest.fail("4 simultaneous starts of both OpenSMs never gave two masters")
-    code, out = loom("plan", TINY, *ssh_state)
-    flat = " ".join(out.split())
-    assert code == 1 and "2 subnet managers are master on tiny" in flat, out
+        pytest.fail(f"6 simultaneous starts of both OpenSMs never left two masters for plan to see: {seen}")
+    assert code == 1, out
     assert "mgmt0 (LID 27, GUID 0x0002c901000001b1, priority 15): master" in flat and "st00 (LID 19" in flat, out
     pair.kill_opensm(pair.hosts[1])
     code, out, _ = plan(ssh_state, tmp_path / "one.json")

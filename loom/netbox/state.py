@@ -58,7 +58,7 @@ _TEXT = ("name", "slug", "model", "color", "description", "label", "serial", "as
          "prefix", "address", "assigned_object_type", "display")
 _NUMBER = ("u_height", "position", "length", "asn", "assigned_object_id")
 _REF = ("device", "device_type", "role", "site", "location", "rack", "manufacturer", "rir", "assigned_object")
-_CHOICE = ("status", "type", "face", "length_unit")  # {"value": ..., "label": ...}
+_CHOICE = ("status", "type", "face", "length_unit")  # {"value": ..., "label": ...}, or the value alone
 _LISTS = ("tags", "a_terminations", "b_terminations")
 
 
@@ -82,8 +82,8 @@ def _field_ok(name: str, v) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 2**63
     if name in _REF:
         return _is_ref(v)
-    if name in _CHOICE:
-        return isinstance(v, dict) and isinstance(v.get("value"), (str, int, float, type(None)))
+    if name in _CHOICE:  # a choice is {"value", "label"} on most objects, a plain string on some (a cable's type)
+        return isinstance(v, str) or isinstance(v, dict) and isinstance(v.get("value"), (str, int, float, type(None)))
     if name == "tags":
         return isinstance(v, list) and all(isinstance(x, dict) and isinstance(x.get("slug", ""), str) for x in v)
     if name in _LISTS:
