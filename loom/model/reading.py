@@ -46,7 +46,11 @@ LIMITS = YamlLimits()
 
 
 def max_bytes(tables: bool = False) -> int:
-    env, default = (MAX_TABLE_BYTES_ENV, DEFAULT_MAX_TABLE_BYTES) if tables else (MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
+    return cap_from_env(*((MAX_TABLE_BYTES_ENV, DEFAULT_MAX_TABLE_BYTES) if tables else (MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
+
+
+def cap_from_env(env: str, default: int) -> int:
+    """A size cap: the environment variable's positive integer, else the default."""
     raw = os.environ.get(env, "")
     return int(raw) if raw.isdigit() and int(raw) > 0 else default
 

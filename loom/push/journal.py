@@ -48,8 +48,7 @@ class Journal:
         try:
             return read_text(self._text_path(name), "apply journal's saved file", tables=True)
         except ModelError as exc:
-            raise PlanError(f"{exc}; the interrupted apply cannot be undone from it: look at the target, move "
-                            f"{self.path} and its apply.journal.* files aside, and run `loom plan`") from None
+            raise self._damaged(str(exc)) from None
 
     def mark(self, phase: str, **fields) -> None:
         assert phase in PHASES, phase
@@ -66,19 +65,23 @@ class Journal:
 
         if not self.path.exists():
             return None
-        fix = (f"the interrupted apply it records cannot be settled from it: look at the target, move "
-               f"{self.path} and its apply.journal.* files aside, and run `loom plan` (drift shows what is live)")
         try:
             j = json.loads(read_text(self.path, "apply journal", tables=True))
         except ModelError as exc:
-            raise PlanError(f"{exc}; {fix}") from None
+            raise self._damaged(str(exc)) from None
         except (ValueError, RecursionError):
-            raise PlanError(f"{self.path}: the apply journal is damaged (not valid JSON); {fix}") from None
+            raise self._damaged(f"{self.path}: the apply journal is damaged (not valid JSON)") from None
         texts = j.get("texts", []) if isinstance(j, dict) else None
         if (not isinstance(j, dict) or j.get("phase") not in PHASES or not isinstance(texts, list)
                 or not all(isinstance(n, str) and n.replace("_", "").isalnum() for n in texts)):
-            raise PlanError(f"{self.path}: the apply journal is damaged (no phase of {', '.join(PHASES)}); {fix}")
+            raise self._damaged(f"{self.path}: the apply journal is damaged (no phase of {', '.join(PHASES)})")
         return j
+
+    def _damaged(self, why: str) -> PlanError:
+        """A journal (or a file it saved) that cannot be read: what the interrupted apply did
+        cannot be known from it, so the operator looks and moves it aside."""
+        return PlanError(f"{why}; the interrupted apply it records cannot be settled from it: look at the target, move "
+                         f"{self.path} and its apply.journal.* files aside, and run `loom plan` (drift shows what is live)")
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)

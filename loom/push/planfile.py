@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
@@ -109,10 +108,9 @@ DEFAULT_MAX_PLAN_BYTES = 256 * 1024 * 1024
 def _room_for(path: Path) -> None:
     """PlanError, before anything is read, for a plan over its cap or one this machine has not
     the memory to parse (MemoryError half-way is what a 1 GB plan ended in)."""
-    from loom.model.reading import room_to_parse
+    from loom.model.reading import cap_from_env, room_to_parse
 
-    raw = os.environ.get(MAX_PLAN_BYTES_ENV, "")
-    cap = int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_PLAN_BYTES
+    cap = cap_from_env(MAX_PLAN_BYTES_ENV, DEFAULT_MAX_PLAN_BYTES)
     try:
         size = path.stat().st_size
     except OSError:

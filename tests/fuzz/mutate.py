@@ -41,14 +41,17 @@ class Case:
     text: str = ""
 
 
-def _paths(node, prefix=()) -> list[tuple]:
+def _paths(node, prefix=(), depth: int | None = None) -> list[tuple]:
+    """Paths into `node`; with `depth`, none below it (a nested value planted by an earlier
+    mutation is a value, not a place to mutate further)."""
     out = [prefix]
-    if isinstance(node, dict):
+    deeper = None if depth is None else depth - 1
+    if depth != 0 and isinstance(node, dict):
         for k, v in node.items():
-            out += _paths(v, prefix + (k,))
-    elif isinstance(node, list):
+            out += _paths(v, prefix + (k,), deeper)
+    elif depth != 0 and isinstance(node, list):
         for i, v in enumerate(node):
-            out += _paths(v, prefix + (i,))
+            out += _paths(v, prefix + (i,), deeper)
     return out
 
 
@@ -62,8 +65,8 @@ def _set(doc, path, value) -> None:
     _get(doc, path[:-1])[path[-1]] = value
 
 
-def _strings(doc) -> list[str]:
-    return [v for p in _paths(doc) if p and isinstance(v := _get(doc, p), str)]
+def _strings(doc, depth: int | None = None) -> list[str]:
+    return [v for p in _paths(doc, depth=depth) if p and isinstance(v := _get(doc, p), str)]
 
 
 def _mutate(rng: random.Random, doc: dict) -> str:

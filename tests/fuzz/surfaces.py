@@ -20,7 +20,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .mutate import EXTREME_INTS, HOSTILE_NAMES, TOPOLOGY, _get
+from .mutate import EXTREME_INTS, HOSTILE_NAMES, TOPOLOGY, _get, _paths, _strings
 
 SEEDS = Path(__file__).resolve().parent / "seeds"
 TINY = TOPOLOGY / "tiny.yaml"
@@ -67,23 +67,10 @@ def hostile_value(rng: random.Random):
     return rng.choice(["", "x" * rng.choice([61, 300, 10_000])])
 
 
-def _paths(node, prefix=(), depth: int = 12) -> list[tuple]:
-    """Paths into `node`, not below `depth` (a nested value planted by an earlier mutation is a
-    value, not a place to mutate further)."""
-    out = [prefix]
-    if depth and isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, prefix + (k,), depth - 1)
-    elif depth and isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, prefix + (i,), depth - 1)
-    return out
-
-
 def mutate_json(rng: random.Random, doc, n: int, log: list[str]):
     """`n` values of `doc` replaced by hostile ones, or keys dropped / added."""
     for _ in range(n):
-        paths = [p for p in _paths(doc) if p]
+        paths = [p for p in _paths(doc, depth=12) if p]
         if not paths:
             return doc
         path = rng.choice(paths)
@@ -92,7 +79,7 @@ def mutate_json(rng: random.Random, doc, n: int, log: list[str]):
         here = parent[path[-1]]
         if op == 4 and isinstance(here, (int, str)) and not isinstance(here, bool):  # a plausible value, to get past the shape checks
             parent[path[-1]] = (rng.choice([here + 1, here - 1, 0, 1, 255, 256, 0xBFFF, 0xC000]) if isinstance(here, int)
-                                else rng.choice([s for s in _strings(doc)] or [here]))
+                                else rng.choice(_strings(doc, depth=4)[:200] or [here]))
             log.append(f"nudge {path[:6]}")
         elif op == 0 and isinstance(parent, dict):
             parent.pop(path[-1], None)
@@ -105,12 +92,6 @@ def mutate_json(rng: random.Random, doc, n: int, log: list[str]):
             parent[path[-1]] = hostile_value(rng)
             log.append(f"set {path[:6]}")
     return doc
-
-
-def _strings(doc) -> list[str]:
-    """Some of the strings the document holds (names of switches, nodes, ...)."""
-    out = [v for p in _paths(doc, depth=4) if p and isinstance(v := _get(doc, p), str)]
-    return out[:200]
 
 
 def mutate_text(rng: random.Random, text: str, n: int, log: list[str]) -> bytes:
