@@ -17,9 +17,10 @@ setup: $(VENV)/.installed apt-deps
 
 # pyproject.toml says which versions loom works with; requirements.lock pins the exact set it is tested with
 $(VENV)/.installed: pyproject.toml requirements.lock
+	@echo "[setup] Loom's Python packages into $(VENV)/ (~1 min on a fresh 2-core machine; pip shows each one)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c requirements.lock -e '.[test,ansible,docs]'
+	set -o pipefail; $(BIN)/pip install --progress-bar on -c requirements.lock -e '.[test,ansible,docs]' | { grep -v '^Requirement already satisfied' || true; }
 	touch $@
 
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and

@@ -22,7 +22,7 @@ from __future__ import annotations
 import typer
 
 from . import asbuilt, cabling, docs, health, model, netbox, push, routing, scheduling, terraform
-from .common import JSON_ERRORS, out
+from .common import CLOCK, JSON_ERRORS, err, out, process_age
 
 app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.", rich_markup_mode=None)
 
@@ -53,8 +53,24 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+_FROM_EXEC = {"on": False}  # started as a program (`main`), so the process's age is this command's start-up
+
+
 @app.callback()
-def _main(show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                            help="print loom's version and exit")) -> None:
+def _main(ctx: typer.Context, show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                                                help="print loom's version and exit")) -> None:
     """Loom: declarative AI-cluster fabrics."""
     JSON_ERRORS["on"] = False  # a new invocation (tests run many in one process); `format_of` sets it
+    CLOCK.begin(process_age() if _FROM_EXEC["on"] else 0.0)
+    ctx.call_on_close(_say_total)
+
+
+def _say_total() -> None:
+    if line := CLOCK.total_line():
+        err.print(line, highlight=False)
+
+
+def main() -> None:
+    """The `loom` program (and `python -m loom.cli`)."""
+    _FROM_EXEC["on"] = True
+    app()

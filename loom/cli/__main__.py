@@ -1,5 +1,5 @@
 """`python -m loom.cli`: the same as the `loom` script."""
 
-from loom.cli import app
+from loom.cli import main
 
-app()
+main()

@@ -12,7 +12,7 @@ import typer
 if TYPE_CHECKING:
     from loom.expand import Fabric
 
-from .common import (END_A, END_B, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
+from .common import (CLOCK, END_A, END_B, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
                      backend_of, err, fail, input_error, json_wanted, load_model, out, phase, progress, refusals, write)
 
 sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric: ibsim + OpenSM for InfiniBand, "
@@ -263,13 +263,14 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default
         plan_file = state_dir(load_model(model).name, target) / "last-plan.json"
     try:
         p = read_plan(plan_file)
-        with bars(err):
+        with bars(err), CLOCK.timing("apply"):
             res = pipeline.apply(p, plan_file, progress, keep_live, from_edited)
     except (PlanError, TargetError, Unsupported) as exc:
         fail(exc)
     except Interrupted as exc:
         err.print(f"[red]apply interrupted by signal {exc.signum}:[/red] {exc.outcome}", highlight=False)
         raise typer.Exit(128 + exc.signum) from None
+    CLOCK.split("apply", "lock, checks, journal", res.phases)
     for name, secs in res.phases.items():
         err.print(f"  {name}: {secs:.2f}s", highlight=False)
     if res.ok:

@@ -16,9 +16,9 @@ from loom import pipeline
 if TYPE_CHECKING:
     from loom.expand import Fabric
 
-from .common import (ENGINE_OPT, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
+from .common import (CLOCK, ENGINE_OPT, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
                      backend_of, err, format_of, input_error, json_wanted, load_model, np_default, out, print_error,
-                     print_model_error, refusals, route_model, write)
+                     phase, print_model_error, refusals, route_model, write)
 from .sides import DiffError, model_at, side
 
 
@@ -75,8 +75,9 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
     as-built balance bound (with --design-bound: the intact design's bound); 1 otherwise.
     With --lfts, the same checks run on tables from elsewhere: OpenSM's own dump, the live
     fabric's `dump_fts`, a hand-edited file."""
-    from loom.checks import EBB_SAMPLES
-    from loom.checks.planes import check_planes, check_rails
+    with CLOCK.timing("imports"):  # the checks' libraries (scipy's among them): seconds on a busy machine
+        from loom.checks import EBB_SAMPLES
+        from loom.checks.planes import check_planes, check_rails
 
     fmt = format_of(fmt, as_json, ("text", "json", "markdown"))
 
@@ -92,9 +93,10 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
         except InputError as exc:
             raise input_error(exc) from None
     ebb_samples = EBB_SAMPLES if ebb_samples is None else ebb_samples
-    planes = pipeline.check(fabric, tables, ebb_samples)
+    planes = phase("checks", pipeline.check, fabric, tables, ebb_samples)
     backend = backend_of(fabric)
-    cabling = {"isolation": check_planes(fabric), "rails": check_rails(fabric), **backend.check_extra(fabric)}
+    with CLOCK.timing("cabling checks"):
+        cabling = {"isolation": check_planes(fabric), "rails": check_rails(fabric), **backend.check_extra(fabric)}
     bound_key = "design_within_bound" if design_bound else "within_bound"
     ok = all(p["reachable"] and p["deadlock_free"] and p["balance"][bound_key] and (p["qos"] is None or p["qos"]["ok"])
              for p in planes) and all(c is None or c["ok"] for c in cabling.values())

@@ -29,7 +29,11 @@ class _Left(TimeRemainingColumn):
 @contextmanager
 def bars(console: Console, phase: str | None = None) -> Iterator[None]:
     """A live display while the block runs: the phase's spinner (if named) and a bar for each
-    piece of work reported through `loom.progress.counting`."""
+    piece of work reported through `loom.progress.counting`.  Not on a log: a stopped live display
+    leaves an empty line there."""
+    if not console.is_terminal:
+        yield
+        return
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), _Count(), TimeElapsedColumn(),
                         _Left(), console=console, transient=True)
     with progress, listening(RichListener(progress)):
