@@ -149,7 +149,7 @@ def _print_status(r: dict, overdue: list[str]) -> None:
     out.print(f"declared down: {len(r['declared']) or 'nothing'}", highlight=False)
     for x in r["declared"]:
         extra = "".join(f"; {k} {x[k]}" for k in ("until", "by", "since") if x.get(k))
-        out.print(f"  {x['name']}  ({x['source']}, {x['cables']} cables){': ' + x['reason'] if x.get('reason') else ''}"
+        out.print(f"  {x['name']}  ({x['source']}, {x['cables']} cable{'s' if x['cables'] != 1 else ''}){': ' + x['reason'] if x.get('reason') else ''}"
                   f"{extra}{'  OVERDUE: check it and `loom mark up` when it is back' if x['name'] in overdue else ''}",
                   highlight=False, markup=False)
     o = r["observed"]
