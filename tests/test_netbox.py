@@ -308,3 +308,24 @@ def test_a_record_of_netbox_own_shape_passes_and_a_foreign_one_is_named():
         check_record(client, "cables", {**cable, "tags": "loom"})
     with pytest.raises(NetBoxError, match="field 'name'"):
         check_record(client, "interfaces", {**iface, "name": None})
+
+
+@pytest.mark.parametrize("body, refused", [
+    (b'{"count": 3, "next": null, "previous": null, "results": [1, 2, 3]}', False),
+    (b'{"count": 1000000000, "next": null, "results": []}', True),  # a million page reads
+    (b'{"count": "many", "results": []}', True),
+    (b'{"count": -1, "results": []}', True),
+    (b'{"count": 2, "results": [], "count": 1000000000}', True),  # the last key is the one JSON keeps
+    (b'{"results": [], "count": 1000000000}', True),  # not first: parsed whole
+])
+def test_a_list_page_count_must_be_a_count(body, refused):
+    from loom.netbox.client import NotNetBox, _check_count
+
+    class Answer:
+        headers, content = {"Content-Type": "application/json"}, body
+
+    if refused:
+        with pytest.raises(NotNetBox):
+            _check_count(Answer())
+    else:
+        _check_count(Answer())

@@ -130,11 +130,17 @@ class _Session(requests.Session):
         return done["resp"]
 
 
+_LEADING_COUNT = re.compile(rb'\s*\{\s*"count"\s*:\s*(\d{1,12})\s*[,}]')
+
+
 def _check_count(resp) -> None:
     """A list page's `count` must be a count: pynetbox sizes its parallel page reads by it, so a
     server claiming 10^9 objects would have it plan a million requests."""
     if "json" not in resp.headers.get("Content-Type", "") or b'"count"' not in resp.content[:200]:
         return
+    m = _LEADING_COUNT.match(resp.content)
+    if m and int(m[1]) <= MAX_OBJECTS and resp.content.count(b'"count"') == 1:
+        return  # NetBox writes `count` first (once): a page of thousands of objects is not parsed twice
     try:
         count = json.loads(resp.content).get("count")
     except (ValueError, RecursionError, AttributeError):
