@@ -139,7 +139,8 @@ def phase(name: str, fn, *args):
 
     with CLOCK.timing(name, said=True) as took, bars(err, name):
         result = fn(*args)
-    err.print(f"  {name}: {took():.2f}s", highlight=False)
+    if not JSON_ERRORS["on"]:  # a JSON command keeps stderr for errors (scripts read `2>&1`)
+        err.print(f"  {name}: {took():.2f}s", highlight=False)
     return result
 
 
@@ -179,7 +180,7 @@ class Clock:
         self.said = True
 
     def total_line(self) -> str | None:
-        if not self.said:
+        if not self.said or JSON_ERRORS["on"]:
             return None
         wall = time.perf_counter() - self.t0
         parts = ({"start-up": self.startup} if self.startup else {}) | self.parts
