@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
+from html import escape
 
 from loom.expand import Fabric
 
@@ -101,9 +102,17 @@ def _port_key(port: str) -> tuple:
     return tuple(int(p) if p.isdigit() else 0 for p in port.replace("/", " ").split()) or (0,)
 
 
-def fabric_picture(fabric: Fabric, max_lines: int = 4000) -> str:
+#: How the cabling sheet draws links: leaf-spine thin grey, inter-zone red arcs.
+SHEET_LINKS = [("#999", 0.3, "", "leaf-spine link"), ("#c00", 1.5, "", "inter-zone link")]
+
+
+def fabric_picture(fabric: Fabric, max_lines: int = 4000, link_style=None, link_legend=None) -> str:
     """SVG: per plane and zone, cores and spines above leaves, each switch labelled, leaf-spine
-    links as thin lines, inter-zone links as red arcs between the leaves they join, a legend."""
+    links as thin lines, inter-zone links as red arcs between the leaves they join, a legend.
+
+    `link_style(cable row)` → (stroke, width, dash, title) draws every link its own way (the
+    check report colours each by its load), with `link_legend` [(stroke, width, dash, label)]
+    in place of the sheet's two link kinds (`SHEET_LINKS`)."""
     groups = defaultdict(lambda: defaultdict(list))
     for s in fabric.switches:
         groups[(s.plane, s.zone)][s.role].append(s)
@@ -131,16 +140,25 @@ def fabric_picture(fabric: Fabric, max_lines: int = 4000) -> str:
         parts.append(f'<text x="{x0}" y="{level["leaf"] + 110}" font-size="12">{label}zone {key[1]}</text>')
         x0 += width + zone_gap
     c = fabric.cables
-    links = [(int(a), int(b), int(k)) for a, b, k, ak in zip(c.a_dev, c.b_dev, c.kind, c.a_kind) if ak == 0]
+    links = [(i, int(a), int(b), int(k)) for i, (a, b, k, ak) in enumerate(zip(c.a_dev, c.b_dev, c.kind, c.a_kind)) if ak == 0]
     lines, arcs = [], []
-    for a, b, k in links:
+    for i, a, b, k in links:
         (xa, ya), (xb, yb) = pos[a], pos[b]
+        names = f"{fabric.switches[a].name} - {fabric.switches[b].name}"
+        if link_style is not None:
+            stroke, width, dash, title = link_style(i)
+        elif k == 4:
+            stroke, width, dash, title = SHEET_LINKS[1][:3] + (f"inter-zone {names}",)
+        else:
+            stroke, width, dash, title = SHEET_LINKS[0][:3] + ("",)
+        look = (f'stroke="{stroke}" stroke-width="{width}"' + (f' stroke-dasharray="{dash}"' if dash else "")
+                + f' data-cable="{escape(fabric.cable_id(i))}"')
+        tip = f"<title>{escape(title)}</title>" if title else ""
         if k == 4:  # inter-zone: leaf to leaf, an arc under the leaf labels
             arcs.append(f'<path d="M{xa:.1f},{ya + 12} Q{(xa + xb) / 2:.1f},{ya + 130} {xb:.1f},{yb + 12}" fill="none" '
-                        f'stroke="#c00" stroke-width="1.5"><title>inter-zone {fabric.switches[a].name} - '
-                        f'{fabric.switches[b].name}</title></path>')
-        elif len(links) <= max_lines:
-            lines.append(f'<line x1="{xa:.1f}" y1="{ya}" x2="{xb:.1f}" y2="{yb + 12}" stroke="#999" stroke-width="0.3"/>')
+                        f'{look}>{tip}</path>')
+        elif link_style is not None or len(links) <= max_lines:
+            lines.append(f'<line x1="{xa:.1f}" y1="{ya}" x2="{xb:.1f}" y2="{yb + 12}" {look}>{tip}</line>')
     legend_y = level["leaf"] + 130
     items = [(KIND_COLOURS.get(r, "#7f7f7f"), r) for r in ("core", "spine", "leaf", "upper", "lower")
              if any(s.role == r for s in fabric.switches)]
@@ -151,11 +169,13 @@ def fabric_picture(fabric: Fabric, max_lines: int = 4000) -> str:
         legend.append(f'<rect x="{lx}" y="{legend_y}" width="12" height="12" fill="{col}" stroke="#555"/>'
                       f'<text x="{lx + 16}" y="{legend_y + 10}" font-size="11">{label}</text>')
     lx = 10 + len(items) * 110
-    legend.append(f'<line x1="{lx}" y1="{legend_y + 6}" x2="{lx + 20}" y2="{legend_y + 6}" stroke="#999"/>'
-                  f'<text x="{lx + 24}" y="{legend_y + 10}" font-size="11">leaf-spine link</text>'
-                  f'<line x1="{lx + 130}" y1="{legend_y + 6}" x2="{lx + 150}" y2="{legend_y + 6}" stroke="#c00" stroke-width="1.5"/>'
-                  f'<text x="{lx + 154}" y="{legend_y + 10}" font-size="11">inter-zone link</text></g>')
-    width = max(x0, lx + 280)
+    for k, (stroke, width, dash, label) in enumerate(link_legend or SHEET_LINKS):
+        x = lx + k * 130
+        legend.append(f'<line x1="{x}" y1="{legend_y + 6}" x2="{x + 20}" y2="{legend_y + 6}" stroke="{stroke}" '
+                      f'stroke-width="{max(width, 1)}"' + (f' stroke-dasharray="{dash}"' if dash else "") + '/>'
+                      f'<text x="{x + 24}" y="{legend_y + 10}" font-size="11">{escape(label)}</text>')
+    legend.append("</g>")
+    width = max(x0, lx + 130 * len(link_legend or SHEET_LINKS) + 20)
     height = legend_y + 24
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
             + "".join(lines + parts + arcs + legend) + "</svg>")
