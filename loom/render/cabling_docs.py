@@ -158,7 +158,8 @@ def fabric_picture(fabric: Fabric, max_lines: int = 4000, link_style=None, link_
             arcs.append(f'<path d="M{xa:.1f},{ya + 12} Q{(xa + xb) / 2:.1f},{ya + 130} {xb:.1f},{yb + 12}" fill="none" '
                         f'{look}>{tip}</path>')
         elif link_style is not None or len(links) <= max_lines:
-            lines.append(f'<line x1="{xa:.1f}" y1="{ya}" x2="{xb:.1f}" y2="{yb + 12}" {look}>{tip}</line>')
+            lines.append((width, f'<line x1="{xa:.1f}" y1="{ya}" x2="{xb:.1f}" y2="{yb + 12}" {look}>{tip}</line>'))
+    lines = [svg for _, svg in sorted(lines, key=lambda wl: wl[0])]  # the heavier, the later: marked links on top
     legend_y = level["leaf"] + 130
     items = [(KIND_COLOURS.get(r, "#7f7f7f"), r) for r in ("core", "spine", "leaf", "upper", "lower")
              if any(s.role == r for s in fabric.switches)]

@@ -64,20 +64,20 @@ def _style(design: Fabric, states: dict[int, dict]):
     def style(i: int) -> tuple[str, float, str, str]:
         s, cid = states.get(i, {"state": "unjudged"}), design.cable_id(i)
         if s["state"] == "down":
-            return DOWN[0], 1.2, DOWN[1], f"{cid}: down ({s['why']})"
+            return DOWN[0], 1.6, DOWN[1], f"{cid}: down ({s['why']})"
         if s["state"] == "drained":
-            return DRAINED[0], 1.5, DRAINED[1], f"{cid}: drained by the watcher ({s['why']})"
+            return DRAINED[0], 1.8, DRAINED[1], f"{cid}: drained by the watcher ({s['why']})"
         if s["state"] == "unjudged":
             return NO_FIGURE, 0.4, "", f"{cid}: carries no CA destination"
-        width = 2.0 if s["state"] == "over" else 0.3 + 0.9 * min(s["ratio"], 1.0)
+        width = 2.2 if s["state"] == "over" else 0.3 + 0.9 * min(s["ratio"], 1.0)
         return (load_colour(s["ratio"]), round(width, 2), "",
                 f"{cid} ({s['level']}): {s['load']} destinations, bound {s['bound']} ({s['ratio']:.0%})")
     return style
 
 
 def legend() -> list[tuple[str, float, str, str]]:
-    return ([(colour, 1.2, "", label) for _, colour, label in SCALE] + [(OVER, 2.0, "", "over bound")]
-            + [(DOWN[0], 1.2, DOWN[1], "down"), (DRAINED[0], 1.5, DRAINED[1], "drained")])
+    return ([(colour, 1.2, "", label) for _, colour, label in SCALE] + [(OVER, 2.2, "", "over bound")]
+            + [(DOWN[0], 1.6, DOWN[1], "down"), (DRAINED[0], 1.8, DRAINED[1], "drained")])
 
 
 def histogram_svg(level: str, counts: list[int]) -> str:
