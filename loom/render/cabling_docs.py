@@ -56,11 +56,21 @@ def rack_bom(fabric: Fabric, plan: list[Cable]) -> list[dict]:
     return [{"rack": r, "items": bill_of_materials(per[r])} for r in fabric.racks if per[r]]
 
 
-def to_xlsx(fabric: Fabric, plan: list[Cable]) -> bytes:
+#: Row colours of a change: new cables, re-pulled ones (the same in HTML and XLSX).
+CHANGE_FILLS = {"add": "d9f2d9", "move": "fff3bf", "remove": "f8d7da"}
+
+
+def to_xlsx(fabric: Fabric, plan: list[Cable], change: dict | None = None) -> bytes:
+    """The sheet; with `change` (`change_marks`) a first column `change` (add / move, coloured)
+    on every row, only the changed cables when it says so, and a sheet `Removed`."""
     from openpyxl import Workbook
+    from openpyxl.styles import PatternFill
 
     wb = Workbook()
     wb.remove(wb.active)
+    marks = change["marks"] if change else {}
+    plan = [c for c in plan if c.cable_id in marks] if change and change["only"] else plan
+    header = ["change", *COLUMNS] if change else list(COLUMNS)
     by_row: dict[str, list[Cable]] = defaultdict(list)
     for cable in plan:
         by_row[cable.a.row].append(cable)
@@ -68,8 +78,18 @@ def to_xlsx(fabric: Fabric, plan: list[Cable]) -> bytes:
         rows = []
         for cable in by_row[row]:
             d = cable.row()
-            rows.append([_cell(k, str(d[k])) for k in COLUMNS])
-        _sheet(wb.create_sheet(f"Row {row}"), list(COLUMNS), rows)
+            rows.append(([marks.get(cable.cable_id, "")] if change else []) + [_cell(k, str(d[k])) for k in COLUMNS])
+        ws = wb.create_sheet(f"Row {row}")
+        _sheet(ws, header, rows)
+        for r, line in enumerate(rows, start=2):
+            if change and line[0]:
+                for cell in ws[r]:
+                    cell.fill = PatternFill("solid", fgColor=CHANGE_FILLS[line[0]])
+    if change:
+        from .cabling_diff import COLUMNS as DIFF_COLUMNS
+
+        removed = [[l[k] for k in DIFF_COLUMNS] for l in change["lines"] if l["action"] == "remove"]
+        _sheet(wb.create_sheet("Removed"), list(DIFF_COLUMNS), removed)
     bom_cols = ["item", "media", "speed", "length_m", "part_number", "count"]
     _sheet(wb.create_sheet("BOM"), bom_cols,
            [[_cell(k, str(r[k])) if k == "length_m" and r[k] != "" else r[k] for k in bom_cols]
@@ -82,8 +102,9 @@ def to_xlsx(fabric: Fabric, plan: list[Cable]) -> bytes:
     return buf.getvalue()
 
 
-def rack_pages(fabric: Fabric, plan: list[Cable]) -> list[dict]:
-    """Per rack (in rack order) every cable end in it, by RU then device then port."""
+def rack_pages(fabric: Fabric, plan: list[Cable], marks: dict[str, str] | None = None) -> list[dict]:
+    """Per rack (in rack order) every cable end in it, by RU then device then port; with `marks`
+    (cable ID → add / move) each line says its change."""
     racks = RackMap(fabric)
     lines: dict[str, list[dict]] = defaultdict(list)
     for cable in plan:
@@ -92,6 +113,7 @@ def rack_pages(fabric: Fabric, plan: list[Cable]) -> list[dict]:
                 "ru": near.ru, "device": near.device, "port": near.port, "cable_id": cable.cable_id,
                 "media": cable.media, "length": f"{cable.length_m:g}",
                 "other": f"{far.rack} U{far.ru} {far.device} {far.port}",
+                "change": (marks or {}).get(cable.cable_id, ""),
             })
     return [{"name": r, "row": racks.row(r),
              "lines": sorted(lines[r], key=lambda l: (l["ru"], l["device"], _port_key(l["port"])))}
@@ -182,12 +204,31 @@ def fabric_picture(fabric: Fabric, max_lines: int = 4000, link_style=None, link_
             + "".join(lines + parts + arcs + legend) + "</svg>")
 
 
-def to_html(fabric: Fabric, plan: list[Cable]) -> str:
+def change_marks(old: Fabric, lines: list[dict], only: bool) -> dict:
+    """What the sheets need of a change sheet (`cabling_diff.change_sheet`) from `old`: cable ID →
+    add or move for the new cables and re-pulls, the lines themselves (removals are listed apart),
+    the devices `old` does not have (to install), and whether to show the changed cables only."""
+    have = {s.name for s in old.switches} | {n.name for n in old.nodes}
+    return {"marks": {l["cable_id"]: l["action"] for l in lines if l["action"] != "remove"}, "lines": lines, "only": only,
+            "have": have}
+
+
+def to_html(fabric: Fabric, plan: list[Cable], change: dict | None = None) -> str:
+    """The sheet; with `change` (`change_marks`) changed lines are marked (new, re-pulled), the
+    removals listed, and with `only` just the racks and lines the change touches (and the bill
+    of materials of what is pulled new)."""
     site = fabric.model.cabling.site if fabric.model.cabling else ""
     devices = rack_devices(fabric)
+    for d in (x for rack in devices.values() for x in rack) if change else ():
+        d["new"] = d["name"] not in change["have"]
+    marks = change["marks"] if change else None
+    if change and change["only"]:
+        plan = [c for c in plan if c.cable_id in marks]
     boms = {b["rack"]: b["items"] for b in rack_bom(fabric, plan)}
     racks = [{**page, "elevation": elevation_svg(fabric, page["name"], devices[page["name"]]),
               "bom": boms.get(page["name"], []), "devices": len(devices[page["name"]])}
-             for page in rack_pages(fabric, plan)]
+             for page in rack_pages(fabric, plan, marks)]
+    counts = {a: sum(1 for l in change["lines"] if l["action"] == a) for a in CHANGE_FILLS} if change else {}
     return render("cabling/sheet.html.j2", fabric=fabric.name, total=len(plan), site=site, racks=racks,
-                  picture=fabric_picture(fabric), legend=legend_items(fabric))
+                  picture=fabric_picture(fabric), legend=legend_items(fabric), change=change, counts=counts,
+                  fills=CHANGE_FILLS, removed=[l for l in change["lines"] if l["action"] == "remove"] if change else [])

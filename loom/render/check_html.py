@@ -24,7 +24,7 @@ from .templates import render
 SCALE = ((0.0, "#cfcfcf", "no load"), (0.5, "#9ecae1", "≤ 50 % of bound"), (0.9, "#4292c6", "≤ 90 %"),
          (1.0, "#08519c", "at bound"))
 OVER = "#d62728"
-DOWN = ("#777", "6 3")  # stroke, dash
+DOWN = ("#333", "6 3")  # stroke, dash
 DRAINED = ("#9467bd", "2 2")
 NO_FIGURE = "#e6e6e6"
 
