@@ -62,7 +62,7 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 
 
 def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", help="text, json, markdown or html (the "
-                                                        "fabric drawn with each link coloured by its load, docs/checks.md)"),
+                                                        "fabric drawn with each link coloured by its load, docs/check-report.md)"),
           as_json: bool = JSON_OPT,
           engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB (default: "
                                                  "loom.checks.EBB_SAMPLES, the count loom diff uses too)"),
