@@ -103,7 +103,8 @@ def test_fresh_layout_honours_group_racks(tmp_path):
     ("[A05, A05]", "rack A05 is listed twice"),
     ("[A05], count: 30", "30 nodes of 2 U do not fit in 1 rack(s) of 40 node units (20 at most)"),
     ("[A02]", "racks A02 have no 2 free units below the leaf units left for node"),  # full of compute already
-], ids=["unknown", "twice", "capacity", "no room on the floor"])
+    ("[ZZZZZZZZZZZZ01]", "beyond the 4096 racks a floor may have"),  # refused before a rack is added
+], ids=["unknown", "twice", "capacity", "no room on the floor", "far away"])
 def test_bad_group_racks_name_file_field_and_fix(tmp_path, racks, message):
     shutil.copytree(TOPO / "catalogue", tmp_path / "catalogue")
     model = tmp_path / "tiny.yaml"

@@ -13,6 +13,10 @@ import re
 import string
 from typing import Iterator
 
+#: Racks a group may name, counted in walking order: a hall of 4,096 racks (256 rows of 16).
+#: The placement adds the racks up to the furthest one named, so a far name costs memory.
+MAX_RACKS = 4096
+
 
 def row_letter(n: int) -> str:
     out = ""
@@ -62,9 +66,13 @@ def group_racks(model) -> Iterator[tuple[tuple, str, str]]:
             continue
         loc = ("node_groups", i, "racks")
         for k, name in enumerate(g.racks):
-            if rack_seq(lay, name) is None:
+            seq = rack_seq(lay, name)
+            if seq is None:
                 yield (loc + (k,), f"{name!r} is not a rack of the layout (racks are named by layout.rack_name "
                        f"{lay.rack_name!r}, {lay.racks_per_row} per row)", f"name racks as the layout does, e.g. {example}")
+            elif seq >= MAX_RACKS:
+                yield (loc + (k,), f"rack {name} is rack {seq + 1} in walking order, beyond the {MAX_RACKS} racks a floor may have",
+                       f"name a rack among the first {MAX_RACKS} ({rack_name(lay, 0)} to {rack_name(lay, MAX_RACKS - 1)})")
             elif name in g.racks[:k]:
                 yield loc + (k,), f"rack {name} is listed twice", "list each rack once"
         nt = model.node_types.get(g.node_type)
