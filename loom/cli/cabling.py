@@ -17,7 +17,7 @@ from .common import MODEL_ARG, err, fail, load_model, out, print_model_error, wr
 from .sides import DiffError, model_at, side
 
 SHEET_FORMATS = ("csv", "labels", "xlsx", "html")
-DIFF_FORMATS = ("text", "csv")
+DIFF_FORMATS = ("text", "csv", "labels", "html", "xlsx")
 
 
 class SheetByDefault(TyperGroup):
@@ -84,10 +84,14 @@ def sheet_cmd(model: Path = MODEL_ARG,
 def diff_cmd(models: list[Path] = typer.Argument(..., help="OLD NEW (model files), or MODEL with --base"),
              base: str | None = typer.Option(None, "--base", help="git revision: MODEL as it was there is OLD "
                                              "(the same meaning as `loom diff --base`)"),
-             fmt: str = typer.Option("text", "--format", help="text (change sheet and pull list) or csv"),
+             fmt: str = typer.Option("text", "--format", help="text (change sheet and pull list), csv, labels (label-"
+                                     "printer CSV of the new and re-pulled cables only), html or xlsx (NEW's sheet with "
+                                     "the change marked)"),
+             only_changes: bool = typer.Option(False, "--only-changes", help="html, xlsx: only the racks and cables "
+                                               "the change touches"),
              out_file: Path | None = OUT_OPT) -> None:
     """The change sheet a technician follows: cables to add, remove, move or re-pull, with the
-    new lengths and parts, from OLD to NEW.
+    new lengths and parts, from OLD to NEW; its labels; NEW's cabling sheet with the change marked.
 
     Exit 0 written; 1 invalid model or unknown revision; 2 usage error."""
     from loom.model import ModelError
@@ -96,6 +100,11 @@ def diff_cmd(models: list[Path] = typer.Argument(..., help="OLD NEW (model files
     fmt = _format(fmt, DIFF_FORMATS)
     if not ((len(models) == 2 and base is None) or (len(models) == 1 and base)):
         raise typer.BadParameter("give OLD NEW, or one MODEL with --base REV", param_hint="MODELS")
+    if fmt == "xlsx" and out_file is None:
+        raise typer.BadParameter("xlsx needs --out FILE", param_hint="--format")
+    if only_changes and fmt not in ("html", "xlsx"):
+        raise typer.BadParameter("--only-changes goes with --format html or xlsx (labels and the change sheet are "
+                                 "the change only already)", param_hint="--only-changes")
     with tempfile.TemporaryDirectory(prefix="loom-cabling-") as tmp:
         new_p = models[-1]
         if base:
@@ -114,7 +123,20 @@ def diff_cmd(models: list[Path] = typer.Argument(..., help="OLD NEW (model files
             raise typer.Exit(1) from None
         new_plan = cable_plan_of(new_p, new_f)
         lines = change_sheet(old_f, cable_plan_of(old_p, old_f), new_f, new_plan)
-    _emit(change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines, pull_list(lines, new_plan)), out_file)
+    if fmt in ("labels", "html", "xlsx"):
+        from loom.render.cabling_docs import change_marks, to_html, to_xlsx
+        from loom.render.labels import to_labels_csv
+
+        change = change_marks(old_f, lines, only_changes)
+        if fmt == "xlsx":
+            write(out_file, to_xlsx(new_f, new_plan, change))
+            out.print(f"wrote {out_file} ({len(lines)} change(s))", highlight=False, markup=False)
+            return
+        text = (to_labels_csv([c for c in new_plan if c.cable_id in change["marks"]]) if fmt == "labels"
+                else to_html(new_f, new_plan, change))
+    else:
+        text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines, pull_list(lines, new_plan))
+    _emit(text, out_file)
 
 
 def cable_plan_of(path: Path, fabric):

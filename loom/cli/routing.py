@@ -61,14 +61,17 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
               highlight=False, markup=False)
 
 
-def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", help="text, json or markdown"),
+def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", help="text, json, markdown or html (the "
+                                                        "fabric drawn with each link coloured by its load, docs/check-report.md)"),
           as_json: bool = JSON_OPT,
           engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB (default: "
                                                  "loom.checks.EBB_SAMPLES, the count loom diff uses too)"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
                                            "file of the model's subnet) instead of routing the model"),
           design_bound: bool = typer.Option(False, "--design-bound", help="also fail when any switch is above the "
-                                            "bound of the intact design (CI of design changes)")) -> None:
+                                            "bound of the intact design (CI of design changes)"),
+          target: str = typer.Option("sim", "--target", help="with --format html: mark the links the watcher of this "
+                                     "target kind (sim or ssh) drained")) -> None:
     """Route and check: reachability, deadlock freedom, balance against the lower bound, eBB.
 
     Exit 0 only when every plane is reachable, deadlock-free and every switch meets its
@@ -79,7 +82,7 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
         from loom.checks import EBB_SAMPLES
         from loom.checks.planes import check_planes, check_rails
 
-    fmt = format_of(fmt, as_json, ("text", "json", "markdown"))
+    fmt = format_of(fmt, as_json, ("text", "json", "markdown", "html"))
 
     if lfts is None:
         fabric, tables = route_model(model, engine)
@@ -108,10 +111,28 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
         from loom.render.check_report import markdown
 
         sys.stdout.write(markdown(report, planes, bound_key))
+    elif fmt == "html":
+        sys.stdout.write(_check_html(model, tables, report, planes, backend.drained_links(fabric, target)))
     else:
         _print_cabling(fabric.name, cabling["isolation"], cabling["rails"])
         backend.print_check(UI, fabric.name, planes, cabling)
     raise typer.Exit(0 if ok else 1)
+
+
+def _check_html(model: Path, tables: list, report: dict, planes: list[dict], drained: dict[str, list[str]]) -> str:
+    """The HTML report: the design drawn with what is declared down, drained or loaded (`loom.render.check_html`)."""
+    from loom.checks.link_load import histogram, port_loads
+    from loom.expand.asbuilt import load_as_built
+    from loom.render.check_html import link_states, to_html
+
+    state = load_as_built(model)
+    design = state.design
+    down = {design.cable_id(i): f"{d.source}{': ' + d.reason if d.reason else ''} ({d.name})"
+            for d in state.declared for i in d.cables}
+    entries = [(d.name, d.source + (f": {d.reason}" if d.reason else "") + (f", until {d.until}" if d.until else ""))
+               for d in state.declared]
+    loads = {k: v for t in tables for k, v in port_loads(t).items()}
+    return to_html(design, report, planes, link_states(design, loads, down, drained), histogram(loads), entries, drained)
 
 
 def _print_cabling(name: str, isolation: dict, rails: dict | None) -> None:

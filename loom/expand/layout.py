@@ -15,32 +15,28 @@ With a lock file (`place_locked`), locked devices keep their rack and RU and the
 lock's; a new node goes to the lowest free units (below the leaf units) of the node rack nearest
 (in rack order) to the rack holding its first leaf, else of a new rack added at the end; a new
 leaf to the top units of its first node's rack, else like spines and cores to the highest free
-slot of the first network rack (a rack holding no node) with room, else of a new rack.  The units
-of devices the change removes stay taken until `loom lock` rewrites the file.
+slot of the first network rack (a rack holding no node) with room, else of a new rack.  A new
+leaf whose first node is new too (a new node group) places that node first: in the last rack
+holding nodes when it has room for the node and the leaf, else in a new rack, so the leaf sits
+on top of its nodes and not in the spine rack.  The units of devices the change removes stay
+taken until `loom lock` rewrites the file.
+
+A group with `racks: [H01, H02]` puts its nodes (those the lock does not place) into those racks,
+in the order given, lowest free units first; racks the floor does not have yet are added up to
+them.  Its new leaves then go on top of their first node's rack like any new leaf.  Without a
+lock the same pass places such groups after everything else (`_place_new`).
 """
 
 from __future__ import annotations
 
-from string import ascii_uppercase
-
 import numpy as np
+
+from loom.model.racks import rack_name, rack_seq
+
+from loom.model.errors import ModelError, Problem
 
 from .fabric import HOST
 from .lockfile import lock_error
-
-
-def row_letter(n: int) -> str:
-    out = ""
-    n += 1
-    while n:
-        n, r = divmod(n - 1, 26)
-        out = ascii_uppercase[r] + out
-    return out
-
-
-def rack_name(layout, seq: int) -> str:
-    row, pos = divmod(seq, layout.racks_per_row)
-    return layout.rack_name.format(row=row_letter(row), rack=pos + 1)
 
 
 def _first_ports(d) -> dict[int, tuple]:
@@ -62,7 +58,8 @@ def place_racks(d) -> None:
     m = d.model
     lay = m.layout
     first_port = _first_ports(d)
-    order = sorted(range(len(d.nodes)), key=lambda n: first_port[n])
+    held = {g.name for g in m.node_groups if g.racks}  # placed last, into their racks
+    order = sorted((n for n in range(len(d.nodes)) if d.nodes[n]["group"] not in held), key=lambda n: first_port[n])
 
     node_racks: list[list[int]] = []  # rack → node indices
     ru = lay.rack_units + 1  # force a new rack for the first node
@@ -92,7 +89,8 @@ def place_racks(d) -> None:
             top_free[r] -= h
         else:
             leaf_rack[sw["index"]] = None  # no room: goes to a network rack
-    in_network = [s for s in d.switches if leaf_rack.get(s["index"]) is None]
+    held_leaves = {first_port[n][1] for n in range(len(d.nodes)) if d.nodes[n]["group"] in held} - set(leaf_rack)
+    in_network = [s for s in d.switches if leaf_rack.get(s["index"]) is None and s["index"] not in held_leaves]
     per = lay.switches_per_network_rack
     n_network = -(-len(in_network) // per)
 
@@ -107,14 +105,23 @@ def place_racks(d) -> None:
             d.switches[idx]["rack"], d.switches[idx]["ru"] = d.racks[n_network + r], ru
     for n, r in node_rack_of.items():
         d.nodes[n]["rack"] = d.racks[n_network + r]
+    if held:
+        racks = _Racks(d, d.racks)
+        for dev, h in [(n, m.node_types[n["node_type"]].height_u) for n in d.nodes if "rack" in n] + \
+                      [(x, m.switch_models[x["model"]].height_u) for x in d.switches if "rack" in x]:
+            racks.put(racks.index[dev["rack"]], dev["ru"], h)
+            racks.holds_nodes[racks.index[dev["rack"]]] |= "node_type" in dev
+        _place_new(d, racks, [n for n in d.nodes if "rack" not in n],
+                   [x for x in d.switches if "rack" not in x], first_port)
+        d.racks = racks.names
 
 
 class _Racks:
     """Unit occupancy of every rack: [rack, RU] taken, RU 1 at the bottom."""
 
-    def __init__(self, d) -> None:
+    def __init__(self, d, names: list[str]) -> None:
         self.d, self.lay = d, d.model.layout
-        self.names = list(d.lock.racks)
+        self.names = list(names)
         self.taken = np.zeros((len(self.names), self.lay.rack_units + 1), dtype=bool)
         self.taken[:, 0] = True
         self.holds_nodes = np.zeros(len(self.names), dtype=bool)
@@ -151,9 +158,7 @@ class _Racks:
 def place_locked(d) -> None:
     """Locked devices where the lock has them; new ones in free units (see the module doc)."""
     m, lock = d.model, d.lock
-    lay = m.layout
-    limit = lay.rack_units - lay.leaf_units_per_node_rack
-    racks = _Racks(d)
+    racks = _Racks(d, lock.racks)
     present = {n["name"] for n in d.nodes} | {s["name"] for s in d.switches}
     node_h = {n["index"]: m.node_types[n["node_type"]].height_u for n in d.nodes}
     sw_h = {s["index"]: m.switch_models[s["model"]].height_u for s in d.switches}
@@ -174,13 +179,28 @@ def place_locked(d) -> None:
     held = [(n, x) for n, x in (*lock.nodes.items(), *lock.switches.items()) if n not in present]
     for name, x in held:  # removed in this change: its first unit stays taken (the lock has no heights)
         racks.occupy(x.rack, x.ru, 1, name, name)
-    first_port = _first_ports(d)
-    # new leaves first, so a new node never takes the top units its new leaf needs
+    _place_new(d, racks, new_nodes, new_switches, _first_ports(d))
+    d.racks = racks.names
+
+
+def _place_new(d, racks: _Racks, new_nodes: list[dict], new_switches: list[dict], first_port: dict) -> None:
+    """Place what has no place yet (see the module doc): nodes of groups with `racks:`, then
+    switches (a new leaf on top of its first node, placing that node first when it is new too),
+    then the other nodes near their leaf."""
+    m, lay = d.model, d.model.layout
+    limit = lay.rack_units - lay.leaf_units_per_node_rack
+    node_h = {n["index"]: m.node_types[n["node_type"]].height_u for n in d.nodes}
+    in_racks = _group_racks(d, racks)
+    for n in new_nodes:
+        if n["group"] in in_racks:
+            _into_group_racks(d, racks, n, node_h[n["index"]], *in_racks[n["group"]])
     for s in new_switches:
-        h = sw_h[s["index"]]
-        first = next((n for n, fp in first_port.items() if fp[1] == s["index"] and "rack" in d.nodes[n]), None)
+        h = m.switch_models[s["model"]].height_u
+        first = next((n for n, fp in first_port.items() if fp[1] == s["index"]), None)
         slot = None
         if s["edge"] is not None and first is not None:
+            if "rack" not in d.nodes[first]:
+                _with_new_leaf(racks, d.nodes[first], node_h[first], h, limit)
             r = racks.index[d.nodes[first]["rack"]]
             u = racks.free_slot(r, h, limit + 1, lay.rack_units, top_down=True)
             slot = (r, u) if u is not None else None
@@ -188,6 +208,8 @@ def place_locked(d) -> None:
             slot = _network_slot(racks, h)
         s["rack"], s["ru"] = racks.put(*slot, h)
     for n in new_nodes:
+        if "rack" in n:
+            continue
         h = node_h[n["index"]]
         near = racks.index[d.switches[first_port[n["index"]][1]]["rack"]]
         candidates = sorted((r for r in range(len(racks.names)) if racks.holds_nodes[r]), key=lambda r: (abs(r - near), r))
@@ -197,7 +219,47 @@ def place_locked(d) -> None:
             slot = (racks.add_rack(), 1)
             racks.holds_nodes[slot[0]] = True
         n["rack"], n["ru"] = racks.put(*slot, h)
-    d.racks = racks.names
+
+
+def _group_racks(d, racks: _Racks) -> dict[str, tuple[int, list[int]]]:
+    """group → (its index in the model, the rack rows its `racks:` names), adding the racks the
+    floor does not have yet (the names were checked by `loom.model.racks.group_racks`)."""
+    out = {}
+    for i, g in enumerate(d.model.node_groups):
+        if not g.racks:
+            continue
+        rows = []
+        for name in g.racks:
+            while name not in racks.index and len(racks.names) <= rack_seq(racks.lay, name):
+                racks.add_rack()
+            rows.append(racks.index[name])
+        out[g.name] = (i, rows)
+    return out
+
+
+def _into_group_racks(d, racks: _Racks, n: dict, h: int, group: int, rows: list[int]) -> None:
+    limit = racks.lay.rack_units - racks.lay.leaf_units_per_node_rack
+    slot = next(((r, u) for r in rows for u in [racks.free_slot(r, h, 1, limit, top_down=False)] if u is not None), None)
+    if slot is None:
+        names = d.model.node_groups[group].racks
+        raise ModelError("", [Problem(f"node_groups[{group}].racks", f"racks {', '.join(names)} have no {h} free units "
+                                      f"below the leaf units left for node {n['name']}",
+                                      "list more racks for the group (or racks with room)", loc=("node_groups", group, "racks"))])
+    racks.holds_nodes[slot[0]] = True
+    n["rack"], n["ru"] = racks.put(*slot, h)
+
+
+def _with_new_leaf(racks: _Racks, n: dict, h: int, leaf_h: int, limit: int) -> None:
+    """A new node whose leaf is new too: into the last rack holding nodes if it has room for the
+    node below the leaf units and for the leaf above them, else into a new rack."""
+    units = racks.lay.rack_units
+    last = max((r for r in range(len(racks.names)) if racks.holds_nodes[r]), default=None)
+    u = None
+    if last is not None and racks.free_slot(last, leaf_h, limit + 1, units, top_down=True) is not None:
+        u = racks.free_slot(last, h, 1, limit, top_down=False)
+    r = last if u is not None else racks.add_rack()
+    racks.holds_nodes[r] = True
+    n["rack"], n["ru"] = racks.put(r, u if u is not None else 1, h)
 
 
 def _network_slot(racks: _Racks, h: int) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator
 
+from .racks import group_racks
 from .schema import SPEEDS_GBPS, BiGraph, FatTree2, FatTree3, Model, NodeGroup
 
 
@@ -583,8 +584,12 @@ def partitions(model: Model) -> Iterator[Finding]:
     yield from (Finding(*p) for p in partition_problems(model, nodes))
 
 
+def racks(model: Model) -> Iterator[Finding]:
+    return (Finding(*p) for p in group_racks(model))
+
+
 RULES = (unique_names, references, technology, switch_ports, homing, leaf_counts, speeds, inter_zone, cross_zone_vls,
-         zone_ports, node_names, pins, missing_links, qos, addressing, slurm, partitions)
+         zone_ports, node_names, pins, missing_links, qos, addressing, slurm, partitions, racks)
 
 
 def check_rules(model: Model) -> list[Finding]:

@@ -240,6 +240,10 @@ class NodeGroup(Strict):
         description="node name → leaf index for each of its NIC ports, overriding the placement; the "
         "node's policy ports stay free so no other node moves",
     )
+    racks: list[Name] | None = Field(
+        None, min_length=1, max_length=4096, description="racks the group's nodes go into, filled in this order "
+        "(named as layout.rack_name names them, e.g. [H01, H02]; racks the floor does not have yet are added); "
+        "a new leaf goes on top of its first node's rack")
 
 
 class InterZoneEnd(Strict):

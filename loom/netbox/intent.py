@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from loom.expand import HOST, Fabric
-from loom.expand.layout import row_letter
+from loom.model.racks import row_letter
 from loom.model.schema import SPEEDS_GBPS
 from loom.render.cabling import Cable
 

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 
 from loom.expand import CABLE_KINDS, HOST, Fabric
-from loom.expand.layout import row_letter
+from loom.model.racks import row_letter
 from loom.model.catalogue import Catalogue, Medium
 from loom.model.errors import ModelError, Problem
 from loom.model.schema import SPEEDS_GBPS

@@ -24,10 +24,14 @@ def columns_doc() -> str:
               "plane, strip = kind), its bill of materials (cables counted in the rack of their end A) and its cable",
               "ends.  `--format xlsx`: a sheet per row of racks (numbers as numbers, autofilter, widths, header",
               "repeated on every printed page), `BOM` and `Rack BOM`.", "",
-              "## Change sheets (`loom cabling diff OLD NEW --format csv|text`)", "",
+              "## Change sheets (`loom cabling diff OLD NEW --format text|csv|labels|html|xlsx`)", "",
               "Built from the same churn as `loom diff` (`loom/expand/churn.py`): one row per cable to add, remove",
               "or re-pull, in walking order (rack by rack; at each rack remove, re-pull, add).  The text format ends",
-              "with the pull list: per rack, the parts to bring and the parts coming back.", "",
+              "with the pull list: per rack, the parts to bring and the parts coming back.  `labels`: the labels",
+              "above for the added and re-pulled cables only.  `html` and `xlsx`: NEW's sheet with those rows marked",
+              "(green new, yellow re-pulled; XLSX a first column `change`), the removals listed apart (XLSX sheet",
+              "`Removed`), new devices marked NEW in the elevations; `--only-changes` keeps only what the change",
+              "touches ([growing the floor](growth.md)).  The CSV columns:", "",
               "| column | meaning |", "|---|---|"]
     lines += [f"| `{c}` | {d} |" for c, d in CHANGE_DOC.items()]
     return "\n".join(lines) + "\n"

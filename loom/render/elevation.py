@@ -19,6 +19,7 @@ KIND_COLOURS = {
 }
 _GROUP_FILLS = ("#dbe9f6", "#fde2cc", "#d9f0d3", "#f2d7e8", "#e5e0f2", "#fff3bf", "#d6f0f0", "#eeeeee")
 U_PX, WIDTH, LEFT = 11, 230, 28
+NEW_MARK = ' <tspan fill="#2a9d2a" font-weight="bold">NEW</tspan>'
 
 
 def group_colour(fabric: Fabric, zone: str, plane: int) -> str:
@@ -44,7 +45,8 @@ def rack_devices(fabric: Fabric) -> dict[str, list[dict]]:
 
 
 def elevation_svg(fabric: Fabric, rack: str, devices: list[dict]) -> str:
-    """Front view of one rack: RU numbers on the left, each device a box at its units."""
+    """Front view of one rack: RU numbers on the left, each device a box at its units (outlined
+    green and marked NEW when its entry says `new`: what a change sheet installs)."""
     units = fabric.model.layout.rack_units
     height = units * U_PX + 30
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="elevation" width="{WIDTH + LEFT + 4}" height="{height}" '
@@ -60,12 +62,13 @@ def elevation_svg(fabric: Fabric, rack: str, devices: list[dict]) -> str:
     for d in sorted(devices, key=lambda d: -d["ru"]):
         y, h = top(d["ru"], d["height"]), d["height"] * U_PX
         kind = KIND_COLOURS.get(d["kind"], "#7f7f7f")
+        edge = 'stroke="#2a9d2a" stroke-width="2" class="new"' if d.get("new") else 'stroke="#555" stroke-width="0.5"'
         parts.append(f'<g class="device" data-ru="{d["ru"]}"><title>{escape(d["name"])}: U{d["ru"]}'
                      f'{"-U" + str(d["ru"] + d["height"] - 1) if d["height"] > 1 else ""}, {d["kind"]}, {escape(d["group"])}</title>'
-                     f'<rect x="{LEFT + 1}" y="{y + 0.5:.1f}" width="{WIDTH - 2}" height="{h - 1}" fill="{d["fill"]}" stroke="#555" stroke-width="0.5"/>'
+                     f'<rect x="{LEFT + 1}" y="{y + 0.5:.1f}" width="{WIDTH - 2}" height="{h - 1}" fill="{d["fill"]}" {edge}/>'
                      f'<rect x="{LEFT + 1}" y="{y + 0.5:.1f}" width="8" height="{h - 1}" fill="{kind}"/>'
                      f'<text x="{LEFT + 13}" y="{y + min(h, 2 * U_PX) / 2 + 3:.1f}" font-size="9">{escape(d["name"])} '
-                     f'<tspan fill="#666">{d["kind"]}</tspan></text></g>')
+                     f'<tspan fill="#666">{d["kind"]}</tspan>{NEW_MARK if d.get("new") else ""}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
 

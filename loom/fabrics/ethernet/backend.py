@@ -121,6 +121,9 @@ class Ethernet:
     def qos(self, fabric: Fabric):
         return None  # RoCE QoS is checked per switch (`check_extra`), not as OpenSM's SL/VL plan
 
+    def drained_links(self, fabric: Fabric, target_kind: str) -> dict[str, list[str]]:
+        return {}  # no link watcher drains Ethernet links (BFD takes a failing one out on the switch)
+
     def check_extra(self, fabric: Fabric) -> dict:
         from loom.checks.roce_qos import check_fabric
 

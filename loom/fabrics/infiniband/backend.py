@@ -148,6 +148,15 @@ class InfiniBand:
         report = check_partitions(fabric)
         return {"partitions": report} if report else {}
 
+    def drained_links(self, fabric: Fabric, target_kind: str) -> dict[str, list[str]]:
+        """Cable ID → what was seen, for the links the watcher on that target kind drained
+        (`watch.drained.json` in its state directory; none without a record)."""
+        from loom.push.state import state_dir
+
+        from .drains import drained_ids
+
+        return drained_ids(state_dir(fabric.name, target_kind))
+
     def print_check(self, ui: Ui, name: str, planes: list[dict], cabling: dict) -> None:
         from loom.render.check_report import print_check
         from loom.render.partitions_report import print_partitions
