@@ -114,7 +114,7 @@ class Root:
                     "TF_IN_AUTOMATION": "1", "LOOM_BIN": str(LOOM_BIN), **env}
 
     def cmd(self, *args: str) -> list[str]:
-        return [str(self.tofu), f"-chdir={self.dir}", *args, "-no-color", "-input=false"]
+        return [str(self.tofu), f"-chdir={self.dir}", args[0], "-no-color", "-input=false", *args[1:]]  # flags first
 
     def run(self, *args: str, timeout: float = 300) -> tuple[int, str]:
         r = subprocess.run(self.cmd(*args), env=self.env, capture_output=True, text=True, timeout=timeout)
@@ -148,6 +148,13 @@ def test_init_plan_apply_drift_repair_and_the_state_lock(tools, pg, tiny_up, tmp
     _smp_set(tiny_up, "lft", switch_dr[row], str(int(sn.ca_lids[0])), "255")
     code, out = tf.plan()
     assert code == 2 and "will be updated in-place" in out and "drift" in out and "out-of-sync" in out, out
+    # the plan names the one switch whose table changes, and the port its destination leaves by
+    changed = re.findall(r'~ "([\w-]+)" = \{', out)
+    assert changed == ["z1-leaf1"] and "~ lft_digest" in out and "unchanged elements hidden" in out, out
+    # the planted "no route" entry: the switch routes one destination fewer, and one port carries it again
+    assert re.search(r"~ destinations = (\d+) -> (\d+)", out).groups() == ("38", "39"), out
+    before, after = map(int, re.search(r'~ "\d+ z1-spine\d"\s+= (\d+) -> (\d+)', out).groups())
+    assert after == before + 1, out
 
     # two applies at once: the second finds the pg state locked (the first repairs the drift)
     first = subprocess.Popen(tf.cmd("apply", "-auto-approve"), env=tf.env, stdout=subprocess.PIPE,
@@ -165,6 +172,19 @@ def test_init_plan_apply_drift_repair_and_the_state_lock(tools, pg, tiny_up, tmp
     assert first.returncode == 0 and "1 changed" in seen + rest, seen + rest
     code, out = tf.plan()
     assert code == 0 and "No changes" in out, out
+
+    # adopting a fabric Terraform does not manage yet: import by model path (relative to the root
+    # module) and target; the next plan has nothing to do
+    address = "module.fabric.loom_routing.this[0]"
+    r = subprocess.run([str(tf.tofu), f"-chdir={tf.dir}", "state", "rm", "-no-color", address], env=tf.env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    code, out = tf.run("import", address, "../../topology/tiny.yaml,sim")
+    assert code == 0 and "Import successful" in out, out
+    code, out = tf.plan()
+    assert code == 0 and "No changes" in out, out
+    code, out = tf.run("import", address, ",sim")
+    assert code == 1 and "MODEL[,target[,inventory[,ssh_config]]]" in " ".join(out.split()), out
 
 
 @pytest.mark.slow
