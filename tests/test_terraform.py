@@ -67,6 +67,30 @@ def test_tf_routing_without_a_running_fabric_is_an_error_document(tmp_path, monk
     assert code == 1 and "not up" in json.loads(out)["errors"][0]["message"], out
 
 
+def test_switch_tables_name_each_switch_its_ports_peers_and_a_change():
+    """`loom tf routing`'s `switches` (what loom_routing.switches shows in `tofu plan`): per switch a
+    digest of its table, the destinations it routes and how many leave by each "PORT PEER"; one
+    entry moved changes that switch's digest and two of its port counts, nothing else."""
+    from loom.cli.terraform import _switch_tables
+    from loom.push.packing import table_rows
+    from loom.routing import route
+
+    fabric = load_fabric(TINY)
+    rows = table_rows(route(fabric)[0])
+    tables = _switch_tables(fabric, rows)
+    leaf = tables["z0-leaf0"]
+    assert leaf["lid"] == rows["z0-leaf0"]["lid"] and leaf["destinations"] == len(rows["z0-leaf0"]["rows"])
+    assert set(leaf["per_port"]) >= {"1 z0-c00-hca0", "5 z0-spine0", "6 z0-spine1"}, leaf["per_port"]
+    assert sum(leaf["per_port"].values()) == leaf["destinations"] - 1  # its own LID leaves by no port
+    i, (lid, port) = next((i, r) for i, r in enumerate(rows["z0-leaf0"]["rows"]) if r[1] == 5)
+    rows["z0-leaf0"]["rows"][i] = [lid, 6]  # one destination moved from spine0's port to spine1's
+    moved = _switch_tables(fabric, rows)
+    assert [n for n in tables if tables[n] != moved[n]] == ["z0-leaf0"]
+    assert moved["z0-leaf0"]["lft_digest"] != leaf["lft_digest"]
+    assert moved["z0-leaf0"]["per_port"]["5 z0-spine0"] == leaf["per_port"]["5 z0-spine0"] - 1
+    assert moved["z0-leaf0"]["per_port"]["6 z0-spine1"] == leaf["per_port"]["6 z0-spine1"] + 1
+
+
 # ------------------------------------------------------------------ OpenTofu end to end (slow)
 
 
