@@ -74,7 +74,8 @@ apply: setup
 	$(BIN)/loom apply $(OUT)/plan.json
 
 # tests/suite.py says up front what the run does and how long it takes, builds the NetBox cache
-# and OpenTofu beside the first tests on a cold machine, and prints each phase's time as it ends
+# and OpenTofu beside the first tests on a cold machine, and prints each phase's time as it ends;
+# tests/live_report.py names each failure as it happens and each test file's outcome and time
 test: setup
 	$(BIN)/python -m tests.suite --prebuild
 

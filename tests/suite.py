@@ -100,7 +100,8 @@ def main(argv: list[str]) -> int:
         hog = subprocess.Popen([sys.executable, "-m", "tests.load"], cwd=ROOT)
     try:
         t1 = time.monotonic()
-        rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "--durations=15", *pytest_args], cwd=ROOT)
+        rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "tests.live_report", "--durations=15",
+                              *pytest_args], cwd=ROOT)
         say(f"pytest: exit {rc} after {time.monotonic() - t1:.0f} s")
         ok = all([b.finish() for b in builders])
     finally:

@@ -62,3 +62,24 @@ def test_boot_script_resolves_nics_in_sysfs(tmp_path):
     assert not (proc / "irq" / "7" / "smp_affinity_list").exists()  # not a Mellanox device: left alone
     assert "NIC mlx5_1 is not present" in res.stderr and "mlx5_2 (0000:05:00.0) is vendor 0x8086" in res.stderr
     assert "1 NVIDIA GPUs in sysfs, the model's node type has 2" in res.stderr
+
+
+def test_every_setting_of_the_role_says_why_in_the_file_it_writes():
+    """sysctl.d and nccl.conf carry, above each of the role's settings, why it has its value (issue 37:
+    NCCL_NET_GDR_LEVEL=SYS was set without a word); a setting the site adds is written as given."""
+    import yaml
+
+    env = Environment(loader=FileSystemLoader(ROLE / "templates"), undefined=StrictUndefined, trim_blocks=True,
+                      lstrip_blocks=True)
+    defaults = yaml.safe_load((ROLE / "defaults/main.yml").read_text())
+    sysctl = {**defaults["host_tuning_sysctl"], "net.ipv4.site_own": 1}
+    nccl = {"NCCL_IB_HCA": "mlx5_0:1", "NCCL_SOCKET_IFNAME": "^lo,docker", "NCCL_NET_GDR_LEVEL": "SYS",
+            "NCCL_TOPO_FILE": "/etc/loom/nccl-topo.xml", "NCCL_IB_SL": 1, "NCCL_IB_TC": 104}
+    for template, values, sep in (("sysctl.conf.j2", {"host_tuning_sysctl": sysctl}, " = "),
+                                  ("nccl.conf.j2", {"host_tuning_nccl_env": nccl}, "=")):
+        lines = env.get_template(template).render(**values).splitlines()
+        for key in next(iter(values.values())):
+            i = next(n for n, line in enumerate(lines) if line.startswith(key + sep))
+            said = lines[i - 1].startswith(f"# {key}: ")
+            assert said == (key != "net.ipv4.site_own"), (template, key, lines[i - 1])
+    assert "measure with nccl-tests" in env.get_template("nccl.conf.j2").render(host_tuning_nccl_env=nccl)

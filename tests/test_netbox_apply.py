@@ -14,7 +14,7 @@ import pytest
 
 from loom.netbox import apply as nb_apply
 from loom.netbox.client import NetBoxError
-from loom.netbox.intent import intent, site_slug
+from loom.netbox.intent import Ref, intent, site_slug
 from loom.netbox.plan import Change, Plan, compare
 from loom.netbox.state import KIND_INFO, State
 
@@ -28,7 +28,10 @@ class FakeNetBox:
     NetBox does) and log every request with its start and end."""
 
     def __init__(self, want: dict, fail_at: tuple[str, int] | None = None, delay: float = 0.0005,
-                 slow: dict[str, float] | None = None) -> None:
+                 slow: dict[str, float] | None = None, units: dict[int, tuple[int, int]] | None = None) -> None:
+        # devices racked now: id → (rack id, position); each object of a request is checked as NetBox
+        # does, one after the other, against the units the others hold at that moment
+        self.units = dict(units or {})
         self.ports = {}  # device name → its interface names (from the device type)
         for key in want["interfaces"]:
             dev, port = key.split("|")
@@ -59,6 +62,9 @@ class FakeNetBox:
             raise NetBoxError(f"NetBox refused to {action} {kind} (HTTP 400): planted")
         out = []
         with self.lock:
+            if kind == "devices" and action in ("create", "update"):
+                for obj in body:
+                    self._rack(obj, action)
             for obj in body if action == "create" else []:
                 rid, self.next_id = self.next_id, self.next_id + 1
                 if kind == "devices":
@@ -69,6 +75,14 @@ class FakeNetBox:
                 out.append(SimpleNamespace(id=rid))
         entry["end"] = time.monotonic()
         return out
+
+    def _rack(self, obj: dict, action: str) -> None:
+        rid = obj.get("id", -1 - len(self.units))  # a new device: an id of its own until it has one
+        rack, position = self.units.get(rid, (None, None))
+        rack, position = obj.get("rack", rack), obj.get("position", position)
+        if position is not None and (rack, position) in {u for i, u in self.units.items() if i != rid}:
+            raise NetBoxError(f"NetBox refused to {action} devices (HTTP 400): U{position}.0 is already occupied")
+        self.units[rid] = (rack, position)
 
     def interfaces_of(self, device_ids: list[int]) -> list[dict]:
         entry = {"kind": "interfaces", "action": "read", "body": device_ids, "start": time.monotonic()}
@@ -174,3 +188,33 @@ def test_a_reference_to_nothing_is_refused_before_anything_is_written(ff2):
     with pytest.raises(NetBoxError, match="z0-leaf0.* is neither in NetBox nor planned"):
         nb_apply.apply_plan(nb, Plan(plan.url, plan.site, broken, [], State()))
     assert nb.log == []
+
+
+def test_devices_move_out_of_their_units_before_any_device_takes_them(monkeypatch):
+    """A growth without a lock shifts devices up their racks: the new node goes where a storage
+    node was, which moves into a unit another node leaves, two switches swap units.  NetBox checks
+    each device as it saves it, so this failed with "U13 is already occupied" whatever order
+    creates and changes ran in, until the moving devices left their units first."""
+    refs = {"device_types": {"compute": {"id": 1}}, "racks": {"A01": {"id": 10}, "A02": {"id": 11}}}
+    racked = {101: ("A02", 13), 102: ("A02", 15), 103: ("A01", 36), 104: ("A01", 35)}  # st00, z0-c02, leaf, spine
+    names = {101: "st00", 102: "z0-c02", 103: "z1-leaf2", 104: "z1-spine0"}
+    to = {101: ("A02", 15), 102: ("A02", 17), 103: ("A01", 35), 104: ("A01", 36)}
+    changes = [Change("devices", "z0-c09", "create", {"name": "z0-c09", "device_type": Ref("device_types", "compute"),
+                                                     "rack": Ref("racks", "A02"), "position": 13})]
+    for i, (rack, ru) in to.items():
+        fields = {"position": (racked[i][1], ru)}
+        if rack != racked[i][0]:
+            fields["rack"] = (Ref("racks", racked[i][0]), Ref("racks", rack))
+        changes.append(Change("devices", names[i], "update", fields, id=i))
+    plan = Plan("http://fake", "lab", changes, [], State(objects=refs))
+    rack_id = {k: v["id"] for k, v in refs["racks"].items()}
+    want = {"interfaces": {}, "devices": {"z0-c09": {"device_type": Ref("device_types", "compute")}}}
+    nb = FakeNetBox(want, units={i: (rack_id[r], ru) for i, (r, ru) in racked.items()})
+    assert nb_apply.apply_plan(nb, plan, parallel=2) == {"create": 1, "update": 4, "delete": 0}
+    placed = {names.get(i, "z0-c09"): u for i, u in nb.units.items()}
+    assert placed == {"z0-c09": (11, 13), **{names[i]: (rack_id[r], ru) for i, (r, ru) in to.items()}}
+    # the fault this guards against: without the first phase the same plan is refused
+    nb = FakeNetBox(want, units={i: (rack_id[r], ru) for i, (r, ru) in racked.items()})
+    monkeypatch.setattr(nb_apply, "_moving", lambda updates: [])
+    with pytest.raises(NetBoxError, match="already occupied"):
+        nb_apply.apply_plan(nb, plan, parallel=2)

@@ -179,3 +179,27 @@ def test_partitions_are_device_tags_on_a_live_netbox(netbox, tmp_path):
     dev = nb.dcim.devices.get(name="z0-c08", site_id=site.id)
     assert sorted(t.slug for t in dev.tags) == ["hot-aisle", "loom", "loom-pkey-0102-full", "loom-pkey-0200-limited"]
     assert plan_json(netbox, m)[0] == 0
+
+
+def test_a_growth_without_a_lock_moves_devices_in_two_phases(netbox, tmp_path):
+    """Without a lock, one more node shifts 22 devices to other rack units (a new node where a
+    storage node was, two switches swapping units).  NetBox refuses a device in a unit another
+    holds: this apply failed with "U13 is already occupied" until moving devices left their
+    units first (loom/netbox/apply.py)."""
+    m = tmp_path / "tiny.yaml"  # no lock beside it: placement is computed afresh
+    m.write_text((ROOT / "topology/tiny.yaml").read_text().replace("site: lab", "site: growth-lab"))
+    (tmp_path / "catalogue").symlink_to(ROOT / "topology/catalogue")
+    code, out = loom(netbox, "netbox", "apply", m)
+    assert code == 0, out
+    m.write_text(m.read_text().replace("count: 9, zones: [z0]", "count: 10, zones: [z0]"))
+    code, p = plan_json(netbox, m)
+    moves = [c for c in p["changes"] if c["kind"] == "devices" and c["action"] == "update" and "position" in c["fields"]]
+    assert code == 2 and len(moves) >= 10, p["counts"]
+    code, out = loom(netbox, "netbox", "apply", m)
+    assert code == 0 and "out of their rack units" in out, out
+    assert plan_json(netbox, m)[0] == 0
+    nb = api(netbox)
+    site = nb.dcim.sites.get(slug="growth-lab")
+    fabric = load_fabric(m)
+    held = {d.name: (d.rack.name, int(d.position)) for d in nb.dcim.devices.filter(site_id=site.id)}
+    assert held == {x.name: (x.rack, x.ru) for x in [*fabric.switches, *fabric.nodes]}

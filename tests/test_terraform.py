@@ -67,6 +67,30 @@ def test_tf_routing_without_a_running_fabric_is_an_error_document(tmp_path, monk
     assert code == 1 and "not up" in json.loads(out)["errors"][0]["message"], out
 
 
+def test_switch_tables_name_each_switch_its_ports_peers_and_a_change():
+    """`loom tf routing`'s `switches` (what loom_routing.switches shows in `tofu plan`): per switch a
+    digest of its table, the destinations it routes and how many leave by each "PORT PEER"; one
+    entry moved changes that switch's digest and two of its port counts, nothing else."""
+    from loom.cli.terraform import _switch_tables
+    from loom.push.packing import table_rows
+    from loom.routing import route
+
+    fabric = load_fabric(TINY)
+    rows = table_rows(route(fabric)[0])
+    tables = _switch_tables(fabric, rows)
+    leaf = tables["z0-leaf0"]
+    assert leaf["lid"] == rows["z0-leaf0"]["lid"] and leaf["destinations"] == len(rows["z0-leaf0"]["rows"])
+    assert set(leaf["per_port"]) >= {"1 z0-c00-hca0", "5 z0-spine0", "6 z0-spine1"}, leaf["per_port"]
+    assert sum(leaf["per_port"].values()) == leaf["destinations"] - 1  # its own LID leaves by no port
+    i, (lid, port) = next((i, r) for i, r in enumerate(rows["z0-leaf0"]["rows"]) if r[1] == 5)
+    rows["z0-leaf0"]["rows"][i] = [lid, 6]  # one destination moved from spine0's port to spine1's
+    moved = _switch_tables(fabric, rows)
+    assert [n for n in tables if tables[n] != moved[n]] == ["z0-leaf0"]
+    assert moved["z0-leaf0"]["lft_digest"] != leaf["lft_digest"]
+    assert moved["z0-leaf0"]["per_port"]["5 z0-spine0"] == leaf["per_port"]["5 z0-spine0"] - 1
+    assert moved["z0-leaf0"]["per_port"]["6 z0-spine1"] == leaf["per_port"]["6 z0-spine1"] + 1
+
+
 # ------------------------------------------------------------------ OpenTofu end to end (slow)
 
 
@@ -114,7 +138,7 @@ class Root:
                     "TF_IN_AUTOMATION": "1", "LOOM_BIN": str(LOOM_BIN), **env}
 
     def cmd(self, *args: str) -> list[str]:
-        return [str(self.tofu), f"-chdir={self.dir}", *args, "-no-color", "-input=false"]
+        return [str(self.tofu), f"-chdir={self.dir}", args[0], "-no-color", "-input=false", *args[1:]]  # flags first
 
     def run(self, *args: str, timeout: float = 300) -> tuple[int, str]:
         r = subprocess.run(self.cmd(*args), env=self.env, capture_output=True, text=True, timeout=timeout)
@@ -148,6 +172,13 @@ def test_init_plan_apply_drift_repair_and_the_state_lock(tools, pg, tiny_up, tmp
     _smp_set(tiny_up, "lft", switch_dr[row], str(int(sn.ca_lids[0])), "255")
     code, out = tf.plan()
     assert code == 2 and "will be updated in-place" in out and "drift" in out and "out-of-sync" in out, out
+    # the plan names the one switch whose table changes, and the port its destination leaves by
+    changed = re.findall(r'~ "([\w-]+)" = \{', out)
+    assert changed == ["z1-leaf1"] and "~ lft_digest" in out and "unchanged elements hidden" in out, out
+    # the planted "no route" entry: the switch routes one destination fewer, and one port carries it again
+    assert re.search(r"~ destinations = (\d+) -> (\d+)", out).groups() == ("38", "39"), out
+    before, after = map(int, re.search(r'~ "\d+ z1-spine\d"\s+= (\d+) -> (\d+)', out).groups())
+    assert after == before + 1, out
 
     # two applies at once: the second finds the pg state locked (the first repairs the drift)
     first = subprocess.Popen(tf.cmd("apply", "-auto-approve"), env=tf.env, stdout=subprocess.PIPE,
@@ -165,6 +196,19 @@ def test_init_plan_apply_drift_repair_and_the_state_lock(tools, pg, tiny_up, tmp
     assert first.returncode == 0 and "1 changed" in seen + rest, seen + rest
     code, out = tf.plan()
     assert code == 0 and "No changes" in out, out
+
+    # adopting a fabric Terraform does not manage yet: import by model path (relative to the root
+    # module) and target; the next plan has nothing to do
+    address = "module.fabric.loom_routing.this[0]"
+    r = subprocess.run([str(tf.tofu), f"-chdir={tf.dir}", "state", "rm", "-no-color", address], env=tf.env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    code, out = tf.run("import", address, "../../topology/tiny.yaml,sim")
+    assert code == 0 and "Import successful" in out, out
+    code, out = tf.plan()
+    assert code == 0 and "No changes" in out, out
+    code, out = tf.run("import", address, ",sim")
+    assert code == 1 and "MODEL[,target[,inventory[,ssh_config]]]" in " ".join(out.split()), out
 
 
 @pytest.mark.slow

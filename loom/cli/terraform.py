@@ -125,6 +125,8 @@ def routing_cmd(model: Path = MODEL_ARG, target: str = typer.Option("sim", "--ta
         _error(str(exc), f"fix the target, then run `loom plan {model}` to see the details")
     saved = Path(p["state_dir"]) / "last-plan.json"
     doc = _routing_doc(p, backend.has_changes(p))
+    doc["switches"] = {"desired": _switch_tables(fabric, p["desired_lfts"]),
+                       "live": _switch_tables(fabric, p["previous_lfts"])}
     if apply and backend.has_changes(p):
         if expect and expect != doc["desired_sha256"]:
             _error(f"the routing of {fabric.name} changed since it was planned (desired {doc['desired_sha256'][:12]}, "
@@ -169,6 +171,41 @@ def _routing_doc(p: dict, pending: bool) -> dict:
             "changes": {k: c[k] for k in ("entries_changed", "switches_touched", "per_switch")},
             "destinations_moved": len(c["destinations_moved"]),
             "summary": "; ".join(parts) if pending else "no changes: the live tables match the model"}
+
+
+def _switch_tables(fabric, rows: dict[str, dict]) -> dict[str, dict]:
+    """Each switch's forwarding table as the `switches` attribute of `loom_routing` shows it: so
+    that `tofu plan` names the switches whose tables change (a digest of the table) and how their
+    destinations shift between ports (`per_port`: destinations leaving by each port, keyed
+    "PORT PEER" with the port zero-padded so that the keys sort in port order).  Whole tables
+    would be ~250,000 map elements on a two-zone fabric; counts per port are at most a switch's
+    port count each, and a moved destination changes two of them."""
+    from collections import Counter
+
+    from loom.routing import subnet
+
+    sn = subnet(fabric, 0)
+    row_of = {sn.name(r): r for r in range(sn.n)}
+    width = len(str(sn.max_port))
+    out = {}
+    for name, t in rows.items():
+        r = row_of.get(name)
+        per_port = Counter(port for _, port in t["rows"] if port)  # port 0: the switch's own LID
+        out[name] = {"lid": t["lid"], "lft_digest": _digest(t["rows"])[:16], "destinations": len(t["rows"]),
+                     "per_port": {f"{port:0{width}d} {_peer(sn, r, port)}": n for port, n in sorted(per_port.items())}}
+    return out
+
+
+def _peer(sn, row: int | None, port: int) -> str:
+    """What is cabled to a port of a switch: a switch's name, a CA's name."""
+    from loom.routing.subnet import TO_CA, TO_SWITCH
+
+    if row is None or port > sn.max_port:
+        return "?"
+    kind, dev = sn.peer_kind[row, port], int(sn.peer_dev[row, port])
+    if kind == TO_SWITCH:
+        return sn.name(dev)
+    return sn.fabric.ports[dev].ca if kind == TO_CA else "not cabled"
 
 
 @tf_app.command("netbox")

@@ -11,7 +11,13 @@ each as soon as what it needs is in NetBox:
   long run of node creates instead of after it;
 - new devices are chunked by device type, and two creates of one type never run at once: NetBox
   counts a type's devices in the type's own row (`device_count`), so two such requests
-  serialise on that row's lock until the first commits, and the second worker would sit idle.
+  serialise on that row's lock until the first commits, and the second worker would sit idle;
+- devices move in two phases.  NetBox refuses a device in a rack unit another device holds
+  ("U13 is already occupied"), checking each object as it saves it, so a growth that shifts
+  devices up a rack failed when a new device (or a moved one) was written before the device
+  leaving its units: first every device whose rack or position changes is taken out of its
+  units (`position` null; it stays in its rack), then the creates and the moves run, and the
+  units they fill are free whatever their order.
 
 A reference (`Ref`) is resolved to the id of the object NetBox holds or has just created.
 Nothing is done while the plan has a conflict.  If a request fails, no further task starts, the
@@ -55,6 +61,7 @@ class _Task:
     lock: str | None = None  # tasks with the same lock never run at once
     groups: set[tuple[str, str]] = field(default_factory=set)  # (kind, action) whose tasks must all have finished
     after: set[_Task] = field(default_factory=set)  # and these tasks (that create what it refers to)
+    vacate: bool = False  # the first phase of moves: the devices leave their rack units (not counted as changes)
 
 
 def apply_plan(client: Client, plan: Plan, progress: Callable[[str], None] = lambda _: None,
@@ -112,14 +119,21 @@ def _tasks(plan: Plan, ids: dict, ports: Counter[str]) -> list[_Task]:
                 creates.sort(key=lambda c: max((order[p] for p in needs[id(c)]), default=-1))
             mine = [_Task(kind, "create", chunk) for chunk in _chunks(creates)]
         mine += [_Task(kind, "update", chunk) for chunk in _chunks(updates)]
+        vacate = [_Task(kind, "update", chunk, vacate=True) for chunk in _chunks(_moving(updates))]
         earlier = {(k, a) for k in KINDS[:KINDS.index(kind)] for a in ("create", "update")}
-        for t in mine:
+        for t in vacate + mine:
             t.groups = earlier - {("devices", "create")} if kind == "cables" else earlier
-            t.after = set().union(*(needs[id(c)] for c in t.changes))
+            t.after = set().union(*(needs[id(c)] for c in t.changes)) if not t.vacate else set()
+            t.after |= set(vacate) if not t.vacate else set()
             if t.action == "create":
                 made.update({(kind, c.key): t for c in t.changes})
-        tasks += mine
+        tasks += vacate + mine
     return tasks
+
+
+def _moving(updates: list[Change]) -> list[Change]:
+    """The device changes that take a device out of the rack units it holds now."""
+    return [c for c in updates if c.kind == "devices" and {"rack", "position"} & c.want.keys()]
 
 
 def _producers(c: Change, ids: dict, made: dict[tuple[str, str], _Task]) -> set[_Task]:
@@ -199,6 +213,8 @@ class _Run:
                 locks.add(t.lock)
 
     def _body(self, t: _Task) -> list[dict]:
+        if t.vacate:
+            return [{"id": c.id, "position": None} for c in t.changes]
         if t.action == "create":
             return [_resolve(c.want, self.ids) for c in t.changes]
         return [{"id": c.id, **_resolve({f: w for f, (_, w) in c.want.items()}, self.ids)} for c in t.changes]
@@ -220,6 +236,9 @@ class _Run:
 
     def _record(self, t: _Task, new: list[int], ports: dict[str, int]) -> None:
         n = len(t.changes)
+        if t.vacate:
+            self.progress(f"took {n} moving {t.kind} out of their rack units")
+            return
         self.done[t.action] += n
         self.advance(n)
         if t.action == "update":

@@ -42,6 +42,7 @@ class SlurmTopology:
     blocks: tuple[tuple[str, tuple[str, ...]], ...]  # (block name, nodes), in placement order
     block_sizes: tuple[int, ...]
     left_out: tuple[str, ...]  # nodes Slurm is not told about
+    source: str = "the model and its lock file"  # what the tree was drawn from (topology.conf says it)
 
 
 class SlurmError(ValueError):
@@ -60,7 +61,19 @@ def edge_switches(f: Fabric, plane: int = 0) -> dict[int, tuple[int, ...]]:
     return {n: tuple(v) for n, v in out.items()}
 
 
+@dataclass(frozen=True)
+class LeafGroup:
+    """Nodes that share their leaf (or set of leaves), and where that leaf sits: its zone (None:
+    the leaves span zones, or are joined to none: under the root) and pod (three-layer zones)."""
+
+    name: str
+    nodes: tuple[str, ...]
+    zone: str | None
+    pod: int | None
+
+
 def slurm_topology(f: Fabric) -> SlurmTopology:
+    """The tree and blocks of the model (and its lock file), before a single cable exists."""
     spec = f.model.slurm
     edges = edge_switches(f)
     under: dict[tuple[int, ...], list[str]] = defaultdict(list)
@@ -73,14 +86,28 @@ def slurm_topology(f: Fabric) -> SlurmTopology:
             own[node.role].append(node.name)
         else:
             left_out.append(node.name)
-    if not under and not own:
+    sw = f.switches
+    groups = []
+    for k in sorted(under, key=lambda k: [(sw[i].zone, sw[i].pod or 0, sw[i].edge or 0) for i in k]):
+        zs, pods = {sw[i].zone for i in k}, {sw[i].pod for i in k}
+        groups.append(LeafGroup(sw[k[0]].name if len(k) == 1 else f"{sw[k[0]].name}-x{len(k)}", tuple(under[k]),
+                                zs.pop() if len(zs) == 1 else None,
+                                int(sw[k[0]].pod) if sw[k[0]].pod is not None and len(pods) == 1 else None))
+    return build_topology(f, groups, own, left_out, bool(f.model.inter_zone_links))
+
+
+def build_topology(f: Fabric, groups: list[LeafGroup], own: dict[str, list[str]], left_out: list[str],
+                   zones_linked: bool, source: str = SlurmTopology.source) -> SlurmTopology:
+    """The tree over leaf groups (in placement order): leaves under their pod, pods or leaves under
+    their zone, zones (and groups of no zone) under the fabric when links join the zones (or there
+    is one zone); a switch of its own
+    per role in `slurm.own_switch`; and the blocks."""
+    spec = f.model.slurm
+    if not groups and not own:
         raise SlurmError(f"no node has a role Slurm schedules (slurm.roles: {', '.join(spec.roles)}; slurm.own_switch: "
                          f"{', '.join(spec.own_switch) or 'none'}); fix: list the nodes' roles in slurm.roles")
-    sw = f.switches
-    order = sorted(under, key=lambda k: [(sw[i].zone, sw[i].pod or 0, sw[i].edge or 0) for i in k])
-    names = {k: sw[k[0]].name if len(k) == 1 else f"{sw[k[0]].name}-x{len(k)}" for k in order}
-    taken = {s.name for s in sw} | {n.name for n in f.nodes}
-    leaves = [SlurmSwitch(names[k], (), tuple(under[k])) for k in order]
+    taken = {s.name for s in f.switches} | {n.name for n in f.nodes}
+    leaves = [SlurmSwitch(g.name, (), g.nodes) for g in groups]
 
     def virtual(name: str) -> str:
         if name in taken:
@@ -92,14 +119,13 @@ def slurm_topology(f: Fabric) -> SlurmTopology:
     zones_of: dict[str, list[str]] = defaultdict(list)  # zone → its children (pods or leaf-level switches)
     pods: dict[tuple[str, int], list[str]] = defaultdict(list)
     top: list[str] = []
-    for k in order:
-        zs = {sw[i].zone for i in k}
-        if len(zs) > 1:
-            top.append(names[k])
-        elif sw[k[0]].pod is not None and len({sw[i].pod for i in k}) == 1:
-            pods[(sw[k[0]].zone, int(sw[k[0]].pod))].append(names[k])
+    for g in groups:
+        if g.zone is None:
+            top.append(g.name)
+        elif g.pod is not None:
+            pods[(g.zone, g.pod)].append(g.name)
         else:
-            zones_of[sw[k[0]].zone].append(names[k])
+            zones_of[g.zone].append(g.name)
     mids = []
     for (zone, pod), children in pods.items():
         mids.append(SlurmSwitch(virtual(f"{zone}-pod{pod}"), tuple(children), ()))
@@ -107,11 +133,11 @@ def slurm_topology(f: Fabric) -> SlurmTopology:
     zone_sw = [SlurmSwitch(virtual(z), tuple(children), ()) for z, children in zones_of.items()]
     own_sw = [SlurmSwitch(virtual(f"{f.name}-{role}"), (), tuple(nodes)) for role, nodes in own.items()]
     roots = [s.name for s in zone_sw] + top + [s.name for s in own_sw]
-    joined = len(zone_sw) <= 1 or bool(f.model.inter_zone_links)
+    joined = len(zone_sw) <= 1 or zones_linked
     root = [SlurmSwitch(virtual(f.name), tuple(roots), ())] if joined and len(roots) > 1 else []
     blocks = _blocks(f, leaves)
     return SlurmTopology(f.name, tuple(leaves + own_sw + mids + zone_sw + root), blocks,
-                         block_sizes(f, blocks), tuple(left_out))
+                         block_sizes(f, blocks), tuple(left_out), source)
 
 
 def _blocks(f: Fabric, leaves: list[SlurmSwitch]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -153,7 +179,7 @@ def block_sizes(f: Fabric, blocks) -> tuple[int, ...]:
 
 def topology_conf(t: SlurmTopology) -> str:
     """topology.conf for TopologyPlugin=topology/tree (every Slurm since 2.0, Debian 12's 22.05)."""
-    lines = [f"# topology.conf for {t.fabric}: written by `loom slurm` from the model and its lock file",
+    lines = [f"# topology.conf for {t.fabric}: written by `loom slurm` from {t.source}",
              "# (TopologyPlugin=topology/tree).  Switch and node names are the lock file's."]
     if t.left_out:
         lines.append(f"# not scheduled (roles outside slurm.roles / slurm.own_switch): {len(t.left_out)} nodes")

@@ -148,3 +148,56 @@ func TestSchemasAreValid(t *testing.T) {
 		}
 	}
 }
+
+func TestImportIDNamesTheModelAndTheArgumentsInOrder(t *testing.T) {
+	model, set, err := ImportID("/srv/f/tiny.yaml,ssh,,/srv/ssh_config", []string{"target", "inventory", "ssh_config"})
+	if err != nil || model != "/srv/f/tiny.yaml" || set["target"] != "ssh" || set["ssh_config"] != "/srv/ssh_config" {
+		t.Fatalf("%q %v %v", model, set, err)
+	}
+	if _, ok := set["inventory"]; ok {
+		t.Error("an empty field set the inventory")
+	}
+	if model, _, _ := ImportID("topology/tiny.yaml", nil); !filepath.IsAbs(model) {
+		t.Errorf("a relative model path stayed relative: %q", model)
+	}
+	for _, bad := range []string{"", ",sim", "/m.yaml,sim,inv,cfg,extra"} {
+		if _, _, err := ImportID(bad, []string{"target", "inventory", "ssh_config"}); err == nil ||
+			!strings.Contains(err.Error(), "MODEL[,target[,inventory[,ssh_config]]]") {
+			t.Errorf("import ID %q: %v", bad, err)
+		}
+	}
+}
+
+func TestSwitchTablesAreLiveInTheStateAndDesiredInThePlan(t *testing.T) {
+	s, err := ParseSync([]byte(`{"interface": 1, "fabric": "tiny", "desired_sha256": "abc", "switches": {
+	 "desired": {"z0-leaf0": {"lid": 1024, "lft_digest": "d1", "destinations": 39, "per_port": {"5 z0-spine0": 9}}},
+	 "live": {"z0-leaf0": {"lid": 1024, "lft_digest": "l1", "destinations": 39, "per_port": {"5 z0-spine0": 8}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, l := s.tables(true)["z0-leaf0"], s.tables(false)["z0-leaf0"]; d.LFTDigest != "d1" || l.LFTDigest != "l1" ||
+		d.PerPort["5 z0-spine0"] != 9 || l.PerPort["5 z0-spine0"] != 8 {
+		t.Errorf("desired %+v live %+v", d, l)
+	}
+	if got := (Sync{}).tables(false); got == nil || len(got) != 0 {
+		t.Errorf("no tables should be an empty map, got %v", got)
+	}
+}
+
+func TestOnlyRoutingHasSwitchesAndBothImport(t *testing.T) {
+	ctx := context.Background()
+	for _, f := range []func() resource.Resource{NewRoutingResource, NewNetBoxResource} {
+		r := f()
+		var meta resource.MetadataResponse
+		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: "loom"}, &meta)
+		var resp resource.SchemaResponse
+		r.Schema(ctx, resource.SchemaRequest{}, &resp)
+		_, has := resp.Schema.Attributes["switches"]
+		if has != (meta.TypeName == "loom_routing") {
+			t.Errorf("%s: switches attribute present = %v", meta.TypeName, has)
+		}
+		if _, ok := r.(resource.ResourceWithImportState); !ok {
+			t.Errorf("%s cannot be imported", meta.TypeName)
+		}
+	}
+}

@@ -48,6 +48,8 @@ func NewRoutingResource() resource.Resource {
 			}
 			return flags, nil, err
 		},
+		importAttrs: []string{"target", "inventory", "ssh_config"},
+		switches:    true,
 	}}
 }
 
@@ -81,5 +83,6 @@ func NewNetBoxResource() resource.Resource {
 			}
 			return flags, env, nil
 		},
+		importAttrs: []string{"netbox_url"},
 	}}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -14,14 +16,30 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
+// SwitchTable is one switch's forwarding table as `loom tf routing` summarises it: enough for
+// `terraform plan` to name the switches that change and show destinations moving between ports.
+type SwitchTable struct {
+	LID          int64            `json:"lid" tfsdk:"lid"`
+	LFTDigest    string           `json:"lft_digest" tfsdk:"lft_digest"`
+	Destinations int64            `json:"destinations" tfsdk:"destinations"`
+	PerPort      map[string]int64 `json:"per_port" tfsdk:"per_port"`
+}
+
+// SwitchTables are the tables the model wants and the ones the target holds now.
+type SwitchTables struct {
+	Desired map[string]SwitchTable `json:"desired"`
+	Live    map[string]SwitchTable `json:"live"`
+}
+
 // Sync is the part of a `loom tf <kind>` answer a resource keeps.
 type Sync struct {
-	Fabric        string `json:"fabric"`
-	DesiredSHA256 string `json:"desired_sha256"`
-	InSync        bool   `json:"in_sync"`
-	Summary       string `json:"summary"`
-	Applied       bool   `json:"applied"`
-	Result        string `json:"result"`
+	Fabric        string        `json:"fabric"`
+	DesiredSHA256 string        `json:"desired_sha256"`
+	InSync        bool          `json:"in_sync"`
+	Summary       string        `json:"summary"`
+	Applied       bool          `json:"applied"`
+	Result        string        `json:"result"`
+	Switches      *SwitchTables `json:"switches"` // routing only
 }
 
 // ParseSync reads a `loom tf routing|netbox` document.
@@ -56,6 +74,10 @@ type kind struct {
 	description string
 	attributes  map[string]schema.Attribute
 	flags       func(ctx context.Context, get func(context.Context, path.Path, interface{}) error) ([]string, []string, error)
+	// importAttrs are the string arguments an import ID may give after the model, comma-separated
+	importAttrs []string
+	// switches: the resource has the per-switch `switches` attribute (Read: live, plan: desired)
+	switches bool
 }
 
 // syncResource is a resource whose Read is Loom's plan and whose Create/Update is Loom's apply.
@@ -79,6 +101,18 @@ func (r *syncResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 	}
 	for k, v := range r.kind.attributes {
 		attrs[k] = v
+	}
+	if r.kind.switches {
+		attrs["switches"] = schema.MapNestedAttribute{Computed: true,
+			Description: "per switch (by name): `lid`, `lft_digest` (of its forwarding table), `destinations` routed, " +
+				"`per_port` (destinations leaving by each port, keyed \"PORT PEER\"); the state holds what the " +
+				"switch has, the plan what the model wants, so a plan shows which switches change and how",
+			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+				"lid":          schema.Int64Attribute{Computed: true},
+				"lft_digest":   schema.StringAttribute{Computed: true},
+				"destinations": schema.Int64Attribute{Computed: true},
+				"per_port":     schema.MapAttribute{Computed: true, ElementType: types.Int64Type},
+			}}}
 	}
 	resp.Schema = schema.Schema{Description: r.kind.description, Attributes: attrs}
 }
@@ -131,8 +165,66 @@ func (r *syncResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		return
 	}
 	applied, summary := Observed(s)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), s.Fabric)...) // set here for an import
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("applied_sha256"), applied)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("summary"), summary)...)
+	if r.kind.switches {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("switches"), s.tables(false))...)
+	}
+}
+
+// tables is the `switches` value: the live tables (Read) or the desired ones (plan).
+func (s Sync) tables(desired bool) map[string]SwitchTable {
+	out := map[string]SwitchTable{}
+	if s.Switches != nil {
+		from := s.Switches.Live
+		if desired {
+			from = s.Switches.Desired
+		}
+		for k, v := range from {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ImportID splits an import ID, `MODEL[,ARG...]` (the kind's importAttrs in order, empty = unset),
+// and makes the model path absolute (relative to the root module's directory, where tofu runs).
+func ImportID(id string, attrs []string) (string, map[string]string, error) {
+	parts := strings.Split(id, ",")
+	usage := "MODEL"
+	for _, a := range attrs {
+		usage += "[," + a
+	}
+	usage += strings.Repeat("]", len(attrs))
+	if strings.TrimSpace(parts[0]) == "" || len(parts) > 1+len(attrs) {
+		return "", nil, fmt.Errorf("the import ID %q is not %s (e.g. /srv/fabric/topology/tiny.yaml,sim)", id, usage)
+	}
+	model, err := filepath.Abs(strings.TrimSpace(parts[0]))
+	if err != nil {
+		return "", nil, err
+	}
+	set := map[string]string{}
+	for i, v := range parts[1:] {
+		if v = strings.TrimSpace(v); v != "" {
+			set[attrs[i]] = v
+		}
+	}
+	return model, set, nil
+}
+
+// ImportState adopts what a fabric (or NetBox) holds already: the ID names the model and the
+// arguments; Read then records what the target holds, and the next plan shows any difference.
+func (r *syncResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	model, set, err := ImportID(req.ID, r.kind.importAttrs)
+	if err != nil {
+		resp.Diagnostics.AddError("bad import ID", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("model"), model)...)
+	for k, v := range set {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(k), v)...)
+	}
 }
 
 // ModifyPlan asks Loom what it would change, so `terraform plan` shows Loom's plan summary and
@@ -149,6 +241,9 @@ func (r *syncResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), s.Fabric)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("applied_sha256"), s.DesiredSHA256)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("summary"), s.Summary)...)
+	if r.kind.switches {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("switches"), s.tables(true))...)
+	}
 }
 
 func (r *syncResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -184,3 +279,8 @@ func (r *syncResource) Delete(_ context.Context, _ resource.DeleteRequest, resp 
 	resp.Diagnostics.AddWarning("loom: removed from the state only",
 		fmt.Sprintf("Terraform no longer manages this %s; what Loom applied stays in place.", r.kind.name))
 }
+
+var (
+	_ resource.ResourceWithImportState = (*syncResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*syncResource)(nil)
+)
