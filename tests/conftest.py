@@ -9,22 +9,6 @@ from loom.fabrics.infiniband.sim import tools_missing
 
 from .simfabric import TINY, loom, procs_using
 
-_TERMINAL = {}
-
-
-@pytest.hookimpl(trylast=True)  # after pytest's terminal plugin has registered its reporter
-def pytest_configure(config):
-    _TERMINAL["reporter"] = config.pluginmanager.get_plugin("terminalreporter")
-
-
-def pytest_runtest_logreport(report):
-    """Name a failure the moment it happens: with -q pytest prints an F and names it only at the
-    end, which a run cut short after 20 minutes never reaches."""
-    tr = _TERMINAL.get("reporter")
-    if report.failed and tr is not None:
-        tr.write("\n")  # the -q line of dots is not ended by ensure_newline
-        tr.write_line(f"FAILED {report.nodeid} ({report.when}, after {report.duration:.1f} s)", red=True)
-
 
 @pytest.fixture
 def tiny_up(tmp_path, monkeypatch):
