@@ -194,8 +194,7 @@ def test_two_masters_are_refused_naming_both(pair, ssh_state, tmp_path):
     """Both OpenSMs (re)started at once: each may become master (seen in the issue; here in 3 of
     4 tries, so up to 4 tries).  OpenSM's logs each say SUBNET UP; the fabric says two masters,
     and plan refuses, naming both, until one is stopped — then the other serves the same tables
-    and plan says No changes.  The last test of the pair: st00 stays stopped (started again beside
-    a master that does not sweep, it did not always reach STANDBY under ibsim)."""
+    and plan says No changes.  The last test of the pair that needs both: st00 stays stopped."""
     import threading
 
     code, out, _ = plan(ssh_state, tmp_path / "first.json")
