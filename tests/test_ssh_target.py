@@ -21,6 +21,7 @@ from loom.fabrics.infiniband.sim import tools_missing as sim_tools_missing
 
 from .simfabric import TINY, loom
 from .sshfabric import SITE_CONF, SmPair, log_text, sweeps, tools_missing, wait_for
+from .load import slack
 
 pytestmark = [pytest.mark.sim, pytest.mark.slow]
 
@@ -159,7 +160,7 @@ def test_the_master_started_again_takes_over(pair, ssh_state, tmp_path):
     assert code == 0 and "master st00 (LID 19, priority 1); mgmt0 (LID 27): no SM answering" in out, out
     want = rows_text(p["desired_lfts"])
     took = start_again_until_master(pair, 30)
-    assert took < 10, f"the returning master took {took:.1f} s (measured 0.5-4.5 s)"
+    assert took < 10 * slack(), f"the returning master took {took:.1f} s (measured 0.5-4.5 s)"
     assert mismatch(pair.dump_fts(), want) is None
     code, out, _ = plan(ssh_state, tmp_path / "again.json")
     assert code == 0 and "No changes" in out, out
