@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 FABRIC ?= fire-flyer-2
 MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
-APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr frr-pythontools iputils-ping debootstrap openssh-server slurmctld slurm-client postgresql redis-server
+APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr frr-pythontools iputils-ping debootstrap openssh-server gcc libc6-dev slurmctld slurm-client postgresql redis-server
 
 .PHONY: setup apt-deps test-under-load tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-expand bench-routing bench-roce bench-configs bench-failures bench-push bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean docs docs-serve
 
@@ -26,7 +26,8 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 # Debian packages: the simulated InfiniBand fabric (ibsim + OpenSM + diags + ibdmchk) and
 # headless Chromium (the cabling-sheet test renders the HTML in it), FRR for the live RoCE planes (and its
 # frr-pythontools: frr-reload.py, which `loom plan`/`loom apply` use on Ethernet fabrics),
-# debootstrap for molecule's chroot instances, openssh-server for the SSH target's tests (sshd on 127.0.0.1),
+# debootstrap for molecule's chroot instances, openssh-server for the SSH target's tests (sshd on 127.0.0.1;
+# gcc builds their OpenSMs' MAD timeouts, tests/umad_timeouts.c),
 # slurmctld + slurm-client to load `loom slurm`'s topology.conf, PostgreSQL and Redis for the live NetBox tests.
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -49,7 +49,7 @@ def test_role_check_diff_then_converge_to_what_apply_writes(tmp_path):
     check = playbook(inv, extra, "--check", "--diff")
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
     lfts, g2l = (inv / "files" / "lfts.dump").read_text(), (inv / "files" / "guid2lid").read_text()
-    for shown in ("routing_engine file", f"lfts_file {paths.lfts}", "honor_guid2lid_file TRUE", "sm_priority 15",
+    for shown in ("routing_engine file", f"lfts_file {paths.lfts}", "honor_guid2lid_file TRUE", "sm_priority 15", "sweep_on_trap TRUE",
                   "qos_vlarb_low", "qos_swe_sl2vl", "+#loom# qos FALSE", lfts.splitlines()[0], g2l.splitlines()[0],
                   f"ExecStart=/usr/sbin/opensm -F {paths.conf} -f {paths.log}"):
         assert shown in check.stdout, f"{shown!r} not in the check-mode diff"
