@@ -41,7 +41,7 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     failed one, traffic the failure cut would already be missing, and a switch that lost some
     (a spine in another zone, fed over the inter-zone links) would look unchanged while its
     bound fell."""
-    ud = UpDown(sn)
+    ud = UpDown.of(sn)
     warnings = []
     cut = ud.cut_off()
     if cut:
@@ -99,7 +99,7 @@ def unsettled(before, after) -> np.ndarray:
 
 def _reached(tables) -> np.ndarray:
     """[switch, lid] the destinations whose CA traffic reaches each switch (`loads.carried`)."""
-    ud = UpDown(tables.subnet)
+    ud = UpDown.of(tables.subnet)
     lids = np.flatnonzero(ud.live_lids)
     full = np.zeros(tables.lft.shape, bool)
     full[:, lids] = carried(tables.subnet, tables.lft, lids)
@@ -114,7 +114,7 @@ def affected_destinations(tables, failed: Subnet) -> np.ndarray:
     sn = tables.subnet
     lost = (sn.peer_kind != 0) & (failed.peer_kind == 0)  # [sw, port] cabled in the design, gone now
     lost &= (failed.peer_kind != 0).any(axis=1)[:, None]
-    return lost[np.arange(sn.n)[:, None], sn.out_port(tables.lft)].any(axis=0) & UpDown(failed).live_lids
+    return lost[np.arange(sn.n)[:, None], sn.out_port(tables.lft)].any(axis=0) & UpDown.of(failed).live_lids
 
 
 def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.ndarray, lids: np.ndarray) -> DownLoads:
