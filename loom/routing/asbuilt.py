@@ -69,17 +69,24 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
             full = np.zeros(lft.shape, bool)
             full[:, lids] = used
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
-        for x in rows:
-            if settled is not None and settled[x] and (lft[x] == start[x]).all() and (used[x] == reached[x]).all():
-                continue
-            prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
-            z = int(ud.zone[x])
-            if direction == "up" and lay == 0 and z not in downs:
-                downs[z] = _down_loads(ud, lft, full, target[z], lids)
-            down = downs.get(z) if direction == "up" and lay == 0 else None
-            for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
-                if group.direction == direction:
-                    rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
+
+        def even_out(part: np.ndarray, lay=lay, direction=direction, used=used, full=full) -> None:
+            for x in part:
+                if settled is not None and settled[x] and (lft[x] == start[x]).all() and (used[x] == reached[x]).all():
+                    continue
+                prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
+                z = int(ud.zone[x])
+                if direction == "up" and lay == 0 and z not in downs:
+                    downs[z] = _down_loads(ud, lft, full, target[z], lids)
+                down = downs.get(z) if direction == "up" and lay == 0 else None
+                for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
+                    if group.direction == direction:
+                        rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
+
+        if direction == "up" and lay == 0:
+            even_out(rows)  # leaves share their zone's spine-to-leaf loads (`downs`): in order, here
+        else:
+            _by_halves(lft, rows, even_out)  # a switch above the leaves moves only its own row
     return warnings
 
 
@@ -139,22 +146,30 @@ def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.nda
 
 
 def _legalize(ud: UpDown, lft: np.ndarray, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> None:
-    """`_legalize_switch` on every live switch; on a large subnet the second half of them in a
-    forked child (`loom.forked`), which sends back the rows it changed."""
-    rows = np.flatnonzero(ud.live)
-    mine, theirs = rows[: len(rows) // 2], rows[len(rows) // 2:]
-
-    def repair(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        before = lft[part].copy()
+    """`_legalize_switch` on every live switch, half of them in a forked child (`_by_halves`)."""
+    def repair(part: np.ndarray) -> None:
         for x in part:
             _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
+
+    ud.computed()
+    _by_halves(lft, np.flatnonzero(ud.live), repair)
+
+
+def _by_halves(lft: np.ndarray, rows: np.ndarray, work) -> None:
+    """`work(part)` changes only the rows of `lft` in `part`: the first half of `rows` here, the
+    second in a forked child on a large subnet (`loom.forked`), which sends back the rows it
+    changed."""
+    mine, theirs = rows[: len(rows) // 2], rows[len(rows) // 2:]
+
+    def done(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        before = lft[part].copy()
+        work(part)
         changed = part[(lft[part] != before).any(axis=1)]
         return changed, lft[changed]
 
-    ud.computed()
-    other = Forked(lambda: repair(theirs), lft.size)
+    other = Forked(lambda: done(theirs), lft.size)
     try:
-        repair(mine)
+        work(mine)
         changed, new_rows = other.result()
         lft[changed] = new_rows
     finally:
