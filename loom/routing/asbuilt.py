@@ -55,7 +55,7 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     target = ud.targets(lft)
     _legalize(ud, lft, target, lids, roles)
     # level by level, since a lower level's choices decide what reaches the next one
-    as_carried = None  # the tables `used` was computed for: a level that moved nothing needs no new one
+    as_carried = None  # the tables `used` was computed for (its LIDs' columns): what a level moved is walked again
     for lay, direction in ((0, "up"), (0, "across"), (1, "up"), (2, "down"), (1, "down")):
         if direction == "across" and not ud.bigraph.any():
             continue  # only BiGraph switches have ports across (and `carried` is the costly part)
@@ -64,10 +64,19 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
             rows = rows[~ud.single_down[rows]]  # each destination has one legal port down: nothing to even out
         if not len(rows):
             continue
-        if as_carried is None or not np.array_equal(lft, as_carried):
+        if as_carried is None:
             used, as_carried = carried(sn, lft, lids), lft.copy()
             full = np.zeros(lft.shape, bool)
             full[:, lids] = used
+        else:
+            # a LID's column of `carried` depends on that LID's column of the tables alone: only
+            # the destinations a level moved are walked again (at the LID limit the leaves move
+            # few, and a full walk is 3 s of CPU)
+            moved = np.flatnonzero((lft[:, lids] != as_carried[:, lids]).any(axis=0))
+            if len(moved):
+                used[:, moved] = carried(sn, lft, lids[moved])
+                full[:, lids[moved]] = used[:, moved]
+                as_carried[:, lids[moved]] = lft[:, lids[moved]]
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
 
         def even_out(part: np.ndarray, lay=lay, direction=direction, used=used, full=full) -> None:
