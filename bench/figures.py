@@ -91,6 +91,36 @@ class Figures:
         return path
 
 
+@dataclass
+class Run:
+    """One `loom` command as the user runs it: a child process, its wall and CPU time (its
+    own and its children's: a forked check counts), peak memory (the largest child's so far:
+    rusage keeps one maximum), exit code and output."""
+
+    wall: float
+    cpu: float
+    rss_gb: float
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(args: list[str], env: dict | None = None) -> Run:
+    """`loom ARGS` timed end to end.  CPU time from the children's rusage, so it is comparable on
+    a shared machine, where wall time includes waiting for a core."""
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    res = subprocess.run([str(ROOT / ".venv/bin/loom"), *args], capture_output=True, text=True,
+                         env={**os.environ, **(env or {})})
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Run(wall, cpu, after.ru_maxrss / 2**20, res.returncode, res.stdout, res.stderr)
+
+
 def machine() -> dict:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {"cores": os.cpu_count(), "python": platform.python_version(), "host": platform.node(), "load_1min": load}

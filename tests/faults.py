@@ -51,6 +51,17 @@ def plant_drop(t: Tables, zone: str) -> tuple[Tables, int]:
     return t.with_entries({(l0, d): 255}), d
 
 
+def plant_detour(t: Tables, zone: str) -> tuple[Tables, int]:
+    """A destination on l2 still arrives from l0, but the long way: l0→s0, down to l1, up to
+    s1, down to l2 (four hops where two do)."""
+    sn = t.subnet
+    l0, l1, l2 = zone_rows(sn, zone, "leaf")[:3]
+    s0, s1 = zone_rows(sn, zone, "spine")[:2]
+    d = ca_on(sn, l2)
+    return t.with_entries({(l0, d): _port(sn, l0, s0), (s0, d): _port(sn, s0, l1), (l1, d): _port(sn, l1, s1),
+                           (s1, d): _port(sn, s1, l2)}), d
+
+
 def plant_forwarding_loop(t: Tables, zone: str) -> tuple[Tables, int]:
     """Spine s0 sends a destination back up... to a leaf that sends it to s0 again."""
     sn = t.subnet

@@ -195,3 +195,27 @@ def test_every_schema_type_is_in_the_model_reference():
     types = {c for _, c in inspect.getmembers(schema, inspect.isclass)
              if issubclass(c, BaseModel) and c.__module__ == schema.__name__ and c.__name__ != "Strict"}
     assert types - {c for c, _ in SECTIONS} == set()
+
+
+def test_numbers_past_a_full_range_follow_every_used_one():
+    """`_Numbers.take` keeps the highest used number instead of scanning for it (the switch LIDs
+    at the LID limit are thousands of takes past a full range); numbers added to `used` directly
+    (locked ones) between takes must still be counted."""
+    import random
+
+    from loom.expand.build import _Numbers
+
+    rng = random.Random(3)
+    for _ in range(2000):
+        pool = _Numbers()
+        for _ in range(rng.randint(0, 30)):
+            if rng.random() < 0.3:
+                pool.used.add(rng.randint(0, 200))
+                continue
+            lo, step = rng.randint(0, 100), rng.choice([1, 2])
+            hi = lo + rng.randint(0, 20)
+            x = pool.cursor.get(lo, lo)
+            while x in pool.used:
+                x += step
+            want = max(pool.used, default=0) + step if x >= hi else x
+            assert pool.take(lo, hi, step) == want

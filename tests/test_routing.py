@@ -18,7 +18,7 @@ from loom.qos import plan_qos
 from loom.render.opensm import guid2lid, lfts_dump, parse_lfts_dump
 from loom.routing import route
 
-from .faults import plant_credit_loop, plant_drop, plant_forwarding_loop, plant_imbalance
+from .faults import plant_credit_loop, plant_detour, plant_drop, plant_forwarding_loop, plant_imbalance, zone_rows
 
 TOPO = Path(__file__).parent.parent / "topology"
 runner = CliRunner()
@@ -124,6 +124,25 @@ def test_dropped_entry_is_unreachable(tiny):
     r = check_reachability(Walk(bad))
     assert not r.reachable and r.unreachable_pairs > 0
     assert any("dropped at z0-leaf0" in e for e in r.examples)
+
+
+def test_detour_is_delivered_but_not_minimal(tiny):
+    """The minimal-hops count (against the zone's BFS distances, `UpDown.hops`) catches a path
+    that arrives the long way; the intact tables have none."""
+    assert check_reachability(Walk(tiny)).nonminimal_pairs == 0
+    bad, lid = plant_detour(tiny, "z0")
+    r = check_reachability(Walk(bad))
+    on_l0 = int(Walk(bad).cas_on_switch[zone_rows(bad.subnet, "z0", "leaf")[0]])
+    assert r.reachable and r.max_hops >= 4 and r.nonminimal_pairs >= on_l0 > 0
+
+
+def test_checks_share_one_up_down_per_subnet(tiny):
+    """Engine, checks and push path ask one UpDown per subnet (its BFS is ~2 s at the LID limit)."""
+    from loom.routing.updown import UpDown
+
+    assert UpDown.of(tiny.subnet) is UpDown.of(tiny.subnet)
+    other = route(expand(load_model(TOPO / "tiny.yaml")))[0].subnet
+    assert UpDown.of(other) is not UpDown.of(tiny.subnet)
 
 
 def test_forwarding_loop_is_found(tiny):

@@ -9,14 +9,15 @@ from loom.routing.base import Tables
 
 from .balance import check_balance
 from .deadlock import check_deadlock
-from .ebb import effective_bisection_bandwidth, fabric_ebb
+from .ebb import effective_bisection_bandwidth, fabric_ebb, zone_estimates
 from .paths import Walk
 from .qos import check_qos
 from .reachability import check_reachability
 
 
-#: Random bisections for eBB: `loom check` and `loom diff` use the same count (and seed), so a
-#: model shows one figure wherever it is reported.
+#: Random bisections for eBB, at most (sampling stops once the interval is tight, `ebb.py`):
+#: `loom check` and `loom diff` use the same count (and seed), so a model shows one figure
+#: wherever it is reported.
 EBB_SAMPLES = 200
 
 
@@ -49,8 +50,9 @@ def _other_checks(walk: Walk, ebb_samples: int, qos) -> dict:
         free, cycle = not vl_cycles, (vl_cycles[0] if vl_cycles else None)
     else:
         free, cycle = dead.deadlock_free, dead.cycle
-    ebb = effective_bisection_bandwidth(walk, ebb_samples) if ebb_samples else {}
-    whole = fabric_ebb(walk, ebb_samples) if ebb_samples and len(ebb) > 1 else (next(iter(ebb.values())) if ebb else None)
+    est = zone_estimates(walk, ebb_samples) if ebb_samples else {}
+    ebb = {zone: e.value for zone, e in est.items()}
+    whole = fabric_ebb(walk, ebb_samples) if ebb_samples and len(ebb) > 1 else (next(iter(est.values())) if est else None)
     return {
         "plane": tables.subnet.plane,
         "engine": tables.engine,
@@ -63,9 +65,12 @@ def _other_checks(walk: Walk, ebb_samples: int, qos) -> dict:
         "qos": q,
         "balance": None,  # filled in by check_tables
         "ebb": round(sum(ebb.values()) / len(ebb), 4) if ebb else None,
+        # the mean of independent zone estimates: its half-width is theirs in quadrature / zones
+        "ebb_ci95": round(sum(e.ci95 ** 2 for e in est.values()) ** 0.5 / len(est), 4) if est else None,
         "ebb_samples": ebb_samples,
+        "ebb_bisections": sum(e.bisections for e in est.values()),
         "ebb_by_zone": ebb,
-        "ebb_fabric": whole,
+        "ebb_fabric": whole.value if whole else None,
         "warnings": list(tables.warnings),
         "reachability": reach.as_dict(),
         "deadlock": {"channels": dead.channels, "dependencies": dead.dependencies,

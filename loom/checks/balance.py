@@ -125,7 +125,7 @@ def group_figures(walk: Walk, only: np.ndarray | None = None) -> list[GroupFigur
     """Figures of every port group of every live switch (see the module doc); with `only`
     ([switch] bool), of those switches alone."""
     sn, lft = walk.tables.subnet, walk.tables.lft
-    ud = UpDown(sn)
+    ud = UpDown.of(sn)
     lids = np.flatnonzero(ud.live_lids & np.isin(np.arange(sn.max_lid + 1), walk.valid_lids))
     names = sorted({sn.lid_role(int(l)) for l in lids})
     roles = np.zeros(sn.max_lid + 1, np.int64)

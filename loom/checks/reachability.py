@@ -9,7 +9,7 @@ is delivered.  A forwarding loop is named by its LID, owner and the switches it 
 Parts cut off from the subnet manager (a switch down, a leaf with every link missing) are
 listed, not counted as failures: no table can reach them.
 Cost: O(switches × LIDs × path length) for the walk plus one BFS per zone
-(scipy.sparse.csgraph.shortest_path on the zone's switch graph).
+(`UpDown.hops`, shared with the engine).
 """
 
 from __future__ import annotations
@@ -17,11 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
-
 from loom.routing.base import lid_chunks
-from loom.routing.subnet import TO_SWITCH
 from loom.routing.updown import UpDown
 
 from .paths import DELIVERED, LOOP, Walk
@@ -48,17 +44,12 @@ class Reachability:
 def check_reachability(walk: Walk) -> Reachability:
     sn = walk.tables.subnet
     end, hops = walk.outcome
-    ud = UpDown(sn)
+    ud = UpDown.of(sn)
     ca = sn.ca_lids[ud.live_lids[sn.ca_lids]]  # what is cut off is listed, not followed
     src_sw = np.flatnonzero((walk.cas_on_switch > 0) & ud.live)
-    # minimal hops within a zone: compare with BFS distance between the two CAs' switches
-    zone_of = np.array([sn.switch(i).zone for i in range(sn.n)])
-    rows, cols = np.nonzero(sn.peer_kind == TO_SWITCH)
-    dst_sw = sn.peer_dev[rows, cols]
-    same = zone_of[rows] == zone_of[dst_sw]
-    graph = csr_matrix((np.ones(same.sum()), (rows[same], dst_sw[same])), shape=(sn.n, sn.n))
-    dist = shortest_path(graph, unweighted=True, directed=True)
-    zone_code = np.unique(zone_of, return_inverse=True)[1]
+    # minimal hops within a zone: compare with the BFS distance between the two CAs' switches
+    # over the zone's working links (`UpDown.hops`, the subnet's one BFS)
+    dist, zone_code = ud.hops, ud.zone
     pairs = unreachable = looping = nonminimal = max_hops = 0
     examples: list[str] = []
     for c in lid_chunks(len(src_sw), len(ca)):

@@ -64,7 +64,8 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
 def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", help="text, json, markdown or html (the "
                                                         "fabric drawn with each link coloured by its load, docs/check-report.md)"),
           as_json: bool = JSON_OPT,
-          engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB (default: "
+          engine: str = ENGINE_OPT, ebb_samples: int | None = typer.Option(None, min=0, max=10_000, help="random bisections for eBB, at most: "
+                                                 "sampling stops once the 95 % interval is within ±0.002 (default: "
                                                  "loom.checks.EBB_SAMPLES, the count loom diff uses too)"),
           lfts: Path | None = typer.Option(None, "--lfts", help="check these tables (an opensm-lfts.dump / dump_fts "
                                            "file of the model's subnet) instead of routing the model"),

@@ -393,6 +393,7 @@ class _Numbers:
     def __init__(self) -> None:
         self.used: set[int] = set()
         self.cursor: dict[int, int] = {}
+        self._top = (0, 0)  # (highest used number, len(used) when it was known): `used` only grows
 
     def claim(self, x: int, lock_file: str, path: str) -> None:
         if x in self.used:
@@ -404,11 +405,23 @@ class _Numbers:
         while x in self.used:
             x += step
         if x >= hi:
-            x = max(self.used) + step
+            x = self._highest() + step
         else:
             self.cursor[lo] = x + step
+        known = self._top[1] == len(self.used)
         self.used.add(x)
+        if known:  # the highest stays known: it was, and only x came in
+            self._top = (max(self._top[0], x), len(self.used))
         return x
+
+    def _highest(self) -> int:
+        """max(used), rescanned only when numbers were added other than by `take` (callers add
+        locked ones to `used` directly): a full range hands out thousands in a row (the switch
+        LIDs of a subnet at the LID limit), and a scan each time was 2.4 s of its expansion."""
+        top, known = self._top
+        if known != len(self.used):
+            self._top = (top, known) = (max(self.used), len(self.used))
+        return top
 
 
 def plane_pool(model: Model, plane: int) -> ipaddress.IPv4Network:

@@ -63,7 +63,8 @@ def ebb_text(p: dict) -> str:
     if p.get("ebb") is None:
         return "not measured (--ebb-samples 0)" if p.get("ebb_samples") == 0 else "none (fewer than two CA ports)"
     zones = p.get("ebb_by_zone") or {}
-    text = f"{p['ebb']}" + (": " + ", ".join(f"{z} {v}" for z, v in zones.items()) if len(zones) > 1 else "")
+    text = f"{p['ebb']}" + (f" ± {p['ebb_ci95']} (95 %, {p['ebb_bisections']} bisections)" if p.get("ebb_ci95") is not None else "")
+    text += (": " + ", ".join(f"{z} {v}" for z, v in zones.items()) if len(zones) > 1 else "")
     return text + (f"; whole fabric {p['ebb_fabric']}" if len(zones) > 1 and p.get("ebb_fabric") is not None else "")
 
 

@@ -85,7 +85,7 @@ def static_fib(config: str) -> Fib:
 def bgp_fibs(t: Tables, links_of: dict[int, list[Link]]) -> dict[str, Fib]:
     """Per switch of one plane, the ECMP next hops of eBGP on a fat tree (up*/down*)."""
     sn = t.subnet
-    ud = UpDown(sn)
+    ud = UpDown.of(sn)
     layer = ud.layer
     owner = {lid: int(sn.lid_switch[lid]) if sn.lid_switch[lid] >= 0 else int(sn.ca_switch[lid])
              for lid in destinations(t)}

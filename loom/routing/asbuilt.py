@@ -41,7 +41,7 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     failed one, traffic the failure cut would already be missing, and a switch that lost some
     (a spine in another zone, fed over the inter-zone links) would look unchanged while its
     bound fell."""
-    ud = UpDown(sn)
+    ud = UpDown.of(sn)
     warnings = []
     cut = ud.cut_off()
     if cut:
@@ -55,7 +55,7 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     target = ud.targets(lft)
     _legalize(ud, lft, target, lids, roles)
     # level by level, since a lower level's choices decide what reaches the next one
-    as_carried = None  # the tables `used` was computed for: a level that moved nothing needs no new one
+    as_carried = None  # the tables `used` was computed for (its LIDs' columns): what a level moved is walked again
     for lay, direction in ((0, "up"), (0, "across"), (1, "up"), (2, "down"), (1, "down")):
         if direction == "across" and not ud.bigraph.any():
             continue  # only BiGraph switches have ports across (and `carried` is the costly part)
@@ -64,22 +64,38 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
             rows = rows[~ud.single_down[rows]]  # each destination has one legal port down: nothing to even out
         if not len(rows):
             continue
-        if as_carried is None or not np.array_equal(lft, as_carried):
+        if as_carried is None:
             used, as_carried = carried(sn, lft, lids), lft.copy()
             full = np.zeros(lft.shape, bool)
             full[:, lids] = used
+        else:
+            # a LID's column of `carried` depends on that LID's column of the tables alone: only
+            # the destinations a level moved are walked again (at the LID limit the leaves move
+            # few, and a full walk is 3 s of CPU)
+            moved = np.flatnonzero((lft[:, lids] != as_carried[:, lids]).any(axis=0))
+            if len(moved):
+                used[:, moved] = carried(sn, lft, lids[moved])
+                full[:, lids[moved]] = used[:, moved]
+                as_carried[:, lids[moved]] = lft[:, lids[moved]]
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
-        for x in rows:
-            if settled is not None and settled[x] and (lft[x] == start[x]).all() and (used[x] == reached[x]).all():
-                continue
-            prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
-            z = int(ud.zone[x])
-            if direction == "up" and lay == 0 and z not in downs:
-                downs[z] = _down_loads(ud, lft, full, target[z], lids)
-            down = downs.get(z) if direction == "up" and lay == 0 else None
-            for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
-                if group.direction == direction:
-                    rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
+
+        def even_out(part: np.ndarray, lay=lay, direction=direction, used=used, full=full) -> None:
+            for x in part:
+                if settled is not None and settled[x] and (lft[x] == start[x]).all() and (used[x] == reached[x]).all():
+                    continue
+                prio = priority if soft is None or not soft[x].any() else np.where(soft[x], 0, priority)
+                z = int(ud.zone[x])
+                if direction == "up" and lay == 0 and z not in downs:
+                    downs[z] = _down_loads(ud, lft, full, target[z], lids)
+                down = downs.get(z) if direction == "up" and lay == 0 else None
+                for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
+                    if group.direction == direction:
+                        rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
+
+        if direction == "up" and lay == 0:
+            even_out(rows)  # leaves share their zone's spine-to-leaf loads (`downs`): in order, here
+        else:
+            _by_halves(lft, rows, even_out)  # a switch above the leaves moves only its own row
     return warnings
 
 
@@ -99,7 +115,7 @@ def unsettled(before, after) -> np.ndarray:
 
 def _reached(tables) -> np.ndarray:
     """[switch, lid] the destinations whose CA traffic reaches each switch (`loads.carried`)."""
-    ud = UpDown(tables.subnet)
+    ud = UpDown.of(tables.subnet)
     lids = np.flatnonzero(ud.live_lids)
     full = np.zeros(tables.lft.shape, bool)
     full[:, lids] = carried(tables.subnet, tables.lft, lids)
@@ -114,7 +130,7 @@ def affected_destinations(tables, failed: Subnet) -> np.ndarray:
     sn = tables.subnet
     lost = (sn.peer_kind != 0) & (failed.peer_kind == 0)  # [sw, port] cabled in the design, gone now
     lost &= (failed.peer_kind != 0).any(axis=1)[:, None]
-    return lost[np.arange(sn.n)[:, None], sn.out_port(tables.lft)].any(axis=0) & UpDown(failed).live_lids
+    return lost[np.arange(sn.n)[:, None], sn.out_port(tables.lft)].any(axis=0) & UpDown.of(failed).live_lids
 
 
 def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.ndarray, lids: np.ndarray) -> DownLoads:
@@ -139,22 +155,30 @@ def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.nda
 
 
 def _legalize(ud: UpDown, lft: np.ndarray, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> None:
-    """`_legalize_switch` on every live switch; on a large subnet the second half of them in a
-    forked child (`loom.forked`), which sends back the rows it changed."""
-    rows = np.flatnonzero(ud.live)
-    mine, theirs = rows[: len(rows) // 2], rows[len(rows) // 2:]
-
-    def repair(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        before = lft[part].copy()
+    """`_legalize_switch` on every live switch, half of them in a forked child (`_by_halves`)."""
+    def repair(part: np.ndarray) -> None:
         for x in part:
             _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
+
+    ud.computed()
+    _by_halves(lft, np.flatnonzero(ud.live), repair)
+
+
+def _by_halves(lft: np.ndarray, rows: np.ndarray, work) -> None:
+    """`work(part)` changes only the rows of `lft` in `part`: the first half of `rows` here, the
+    second in a forked child on a large subnet (`loom.forked`), which sends back the rows it
+    changed."""
+    mine, theirs = rows[: len(rows) // 2], rows[len(rows) // 2:]
+
+    def done(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        before = lft[part].copy()
+        work(part)
         changed = part[(lft[part] != before).any(axis=1)]
         return changed, lft[changed]
 
-    ud.computed()
-    other = Forked(lambda: repair(theirs), lft.size)
+    other = Forked(lambda: done(theirs), lft.size)
     try:
-        repair(mine)
+        work(mine)
         changed, new_rows = other.result()
         lft[changed] = new_rows
     finally:

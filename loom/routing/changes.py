@@ -49,7 +49,7 @@ class TableChanges:
 
 def table_changes(before: Tables, after: Tables) -> TableChanges:
     """The changes from `before` to `after` (tables of the same switches and LIDs)."""
-    live = UpDown(after.subnet).live
+    live = UpDown.of(after.subnet).live
     changed = (before.lft != after.lft) & live[:, None]
     was, now = before.lft != NO_ROUTE, after.lft != NO_ROUTE
     return TableChanges(changed, changed & was & now, changed & ~was)

@@ -36,6 +36,17 @@ from .subnet import LAYER, TO_SWITCH, Subnet
 class UpDown:
     sn: Subnet
 
+    @classmethod
+    def of(cls, sn: Subnet) -> "UpDown":
+        """The one UpDown of `sn`, kept on it: the engine, the checks and the push path ask the
+        same subnet the same questions, and its matrices (`hops` alone is switches² floats,
+        ~2 s and 100 MB at the LID limit) are then computed once per command, not once per
+        asker.  A Subnet is immutable, so what is kept stays right."""
+        kept = sn.__dict__.get("_updown")
+        if kept is None:
+            kept = sn.__dict__["_updown"] = cls(sn)
+        return kept
+
     @cached_property
     def layer(self) -> np.ndarray:
         return np.array([LAYER[self.sn.switch(i).role] for i in range(self.sn.n)], np.int64)

@@ -76,7 +76,7 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
     caller has checked `tables` on the fabric they were made for."""
     context = {"fabric": tables.subnet.fabric.name, **context}
 
-    rows = [int(x) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+    rows = [int(x) for x in np.flatnonzero(UpDown.of(tables.subnet).live)]
     in_service = _in_service(tables)
 
     def work() -> ApplyResult:
@@ -316,7 +316,7 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
 def _in_service(tables: Tables) -> list[int]:
     """GUIDs of the switches the tables are for that are in service (the read-back waits for
     these; a switch that is down, or cut off from the subnet manager, cannot answer)."""
-    return [int(tables.subnet.switch(x).guid) for x in np.flatnonzero(UpDown(tables.subnet).live)]
+    return [int(tables.subnet.switch(x).guid) for x in np.flatnonzero(UpDown.of(tables.subnet).live)]
 
 
 def _expect(in_service: list[int] | None) -> int | None:

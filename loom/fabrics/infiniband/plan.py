@@ -73,7 +73,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     state = state_of(model_path, target)
     fabric = state.fabric
     sn = subnet(fabric, 0)
-    live_text = target.read_lfts(int(UpDown(sn).live.sum()))
+    live_text = target.read_lfts(int(UpDown.of(sn).live.sum()))
     live_sha = digest_live(live_text)
     live = tables_from_dump(sn, live_text, "live")
     inputs = target.read_inputs()
@@ -193,7 +193,7 @@ def drifted(target: Target, sn, live: Tables, live_sha: str, last: Tables | None
         return False
     if last is None:
         return last_sha.read_text().strip() != live_sha
-    rows = UpDown(sn).live & (last.lft != NO_ROUTE).any(axis=1)  # switches loom programmed, in service now
+    rows = UpDown.of(sn).live & (last.lft != NO_ROUTE).any(axis=1)  # switches loom programmed, in service now
     return bool((last.lft[rows] != live.lft[rows]).any())
 
 
@@ -202,7 +202,7 @@ def _new_switches(sn, last: Tables | None) -> list[str]:
     re-cabled (grown) since; their tables are added, which is not drift."""
     if last is None:
         return []
-    new = UpDown(sn).live & ~(last.lft != NO_ROUTE).any(axis=1)
+    new = UpDown.of(sn).live & ~(last.lft != NO_ROUTE).any(axis=1)
     return [sn.name(int(x)) for x in np.flatnonzero(new)]
 
 
