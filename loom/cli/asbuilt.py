@@ -122,7 +122,7 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     pulled cables, the watcher's reroute, the last plan's discovery).
 
     Exit 0 nothing down; 1 something is down or overdue, or invalid model; 2 usage error."""
-    from loom.push.links import links_down
+    from loom.push.links import links_down, watcher_down
     from loom.push.state import state_dir
 
     as_json = json_wanted(fmt, as_json)
@@ -130,7 +130,7 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
         raise input_error(f"--target {target!r}: sim or ssh", 2)
     state, _ = _load(model)
     d = state_dir(state.design.name, target)
-    observed = {"simulation": links_down(d) if target == "sim" else [], "watcher": _json(d / "watch.down.json", "down") or [],
+    observed = {"simulation": links_down(d) if target == "sim" else [], "watcher": watcher_down(d),
                 "last_plan": [x["name"] for x in (_json(d / "last-plan.json", "as_built") or {}).get("observed", [])]}
     report = {"fabric": state.design.name, "state_dir": str(d), "design": {"switches": len(state.design.switches),
               "cables": len(state.design.cables)}, **state.as_dict(), "observed": observed}

@@ -217,8 +217,8 @@ def fail(exc: Exception | str) -> None:
 def route_model(model: Path, engine: str, fabric: Fabric | None = None):
     """The model's fabric (loaded unless given) and its routing tables per plane
     (`loom.pipeline.route`); an unknown engine is a usage error, an unroutable fabric exit 1."""
-    from loom import pipeline
-    from loom.routing import RoutingError, get_engine
+    with CLOCK.timing("imports"):  # numpy, scipy, the routing engines: most of a small fabric's time
+        from loom.routing import RoutingError, get_engine
 
     try:
         get_engine(engine)
@@ -260,9 +260,10 @@ UI = Ui()
 
 def backend_of(fabric: Fabric):
     """The backend of the model's technology (`loom.fabrics`), chosen here once for every command."""
-    from loom.fabrics import backend_for
+    with CLOCK.timing("imports"):
+        from loom.fabrics import backend_for
 
-    return backend_for(fabric)
+        return backend_for(fabric)
 
 
 @contextmanager

@@ -84,7 +84,7 @@ def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan fi
               f"switch links ({e['switch_links_per_endpoint']} per endpoint), {e['switch_ports']:,} switch ports "
               f"({e['switch_ports_per_endpoint']} per endpoint)")
     cap = s["capacity"]
-    out.print(f"capacity: {cap['node_facing_ports']} node-facing ports, {cap['used_by_nodes']} nodes, "
+    out.print(f"capacity: {cap['node_facing_ports']} node-facing ports, {cap['used_by_nodes']} used by nodes, "
               f"{cap['used_by_inter_zone']} inter-zone, {cap['free']} free; {s['racks']} racks")
     free = list(cap["free_by_leaf"].items())
     if free:

@@ -235,7 +235,7 @@ def show_plan(path: Path, as_json: bool, entries: bool, switch: str | None = Non
             out.print(f"{len(chosen)} of {len(every)} entries: those {said}", highlight=False, markup=False)
 
 
-def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (default: the last plan of the fabric)"),
+def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (without it: --model MODEL, that model's last plan)"),
           model: Path | None = typer.Option(None, "--model", help="with no plan file: the model whose last plan to apply"),
           target: str = typer.Option("sim", "--target", help="with --model: the target whose last plan to apply (sim, ssh)"),
           keep_live: bool = typer.Option(False, "--keep-live", help="refuse to overwrite changes made outside loom "

@@ -30,13 +30,24 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
     (OpenSM -P, when the model has partitions) and DIR/summary.json.
 
     Exit 0 written; 1 invalid model or no engine routes it; 2 usage error."""
+    fabric, tables = route_model(model, engine)
+    backend = backend_of(fabric)
+    summary = {"fabric": fabric.name, "model": str(model), "engine": tables[0].engine, "planes": []}
+    with CLOCK.timing("write"):
+        _write_route_files(fabric, tables, backend, out_dir, summary)
+    tabled = sum(p["tables"] for p in summary["planes"])
+    without = sum(p["switches"] for p in summary["planes"]) - tabled
+    out.print(f"routed {fabric.name} with {summary['engine']}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
+              f"on {tabled} switches{f' ({without} down or cut off: no table)' if without else ''} → {out_dir}",
+              highlight=False, markup=False)
+
+
+def _write_route_files(fabric, tables, backend, out_dir: Path, summary: dict) -> None:
+    """`loom route`'s files per plane (and summary.json), filling `summary`."""
     import hashlib
 
     from loom.render.opensm import guid2lid, lfts_dump
 
-    fabric, tables = route_model(model, engine)
-    backend = backend_of(fabric)
-    summary = {"fabric": fabric.name, "model": str(model), "engine": tables[0].engine, "planes": []}
     for t in tables:
         d = out_dir if fabric.planes == 1 else out_dir / f"plane{t.subnet.plane}"
         dump = lfts_dump(t)
@@ -54,11 +65,6 @@ def route_cmd(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out"
             "lfts_sha256": hashlib.sha256(dump.encode()).hexdigest(),
         })
     write(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    tabled = sum(p["tables"] for p in summary["planes"])
-    without = sum(p["switches"] for p in summary["planes"]) - tabled
-    out.print(f"routed {fabric.name} with {summary['engine']}: {sum(p['lft_entries'] for p in summary['planes'])} LFT entries "
-              f"on {tabled} switches{f' ({without} down or cut off: no table)' if without else ''} → {out_dir}",
-              highlight=False, markup=False)
 
 
 def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", help="text, json, markdown or html (the "

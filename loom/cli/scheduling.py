@@ -62,7 +62,7 @@ def slurm_cmd(model: Path = MODEL_ARG,
         write_under(out_dir, "tenants.conf", tenants)
     leaves = sum(1 for s in t.switches if s.nodes)
     out.print(f"wrote {out_dir}/topology.conf, topology.yaml and nodes.conf: {len(t.switches)} switches ({leaves} with nodes), "
-              f"{len(scheduled)} nodes, {len(t.blocks)} blocks of sizes {list(t.block_sizes)}; "
+              f"{len(scheduled)} nodes, {len(t.blocks)} blocks (BlockSizes={','.join(map(str, t.block_sizes))}); "
               f"{len(t.left_out)} nodes left out (roles outside slurm.roles / slurm.own_switch)"
               + (f"; tenants.conf: {tenants.count('PartitionName=')} tenant partitions" if tenants else ""),
               highlight=False, markup=False)

@@ -1,6 +1,7 @@
 """Which cables of a simulated fabric are down: `links-down.json` in its state directory, kept
 by `loom sim link down|up` whatever the technology (ibsim's console pulls an InfiniBand cable, a
-veth pair an Ethernet one), read by `loom sim status` and the commands that plan around it."""
+veth pair an Ethernet one), read by `loom sim status` and the commands that plan around it; and
+which cables the watcher's tables route around (`watch.down.json`), while they are in force."""
 
 from __future__ import annotations
 
@@ -21,6 +22,21 @@ def links_down(directory: Path) -> list[str]:
     try:
         return json.loads(path.read_text())["down"]
     except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def watcher_down(directory: Path) -> list[str]:
+    """The cables the watcher's applied tables route around (`watch.down.json`), while those are
+    the tables loom applied last (their digest is `last-applied.sha256`): after a plan of the
+    model is applied, or when the watcher died before its apply finished, the record is stale —
+    `loom status` would report a cable routed around that the tables in force do not avoid."""
+    try:
+        record = json.loads((Path(directory) / "watch.down.json").read_text())
+        names, digest = record["down"], record.get("tables_sha256")
+        if digest is not None and digest != (Path(directory) / "last-applied.sha256").read_text().strip():
+            return []
+        return names if isinstance(names, list) else []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
 
 

@@ -71,7 +71,8 @@ def _style(design: Fabric, states: dict[int, dict]):
             return NO_FIGURE, 0.4, "", f"{cid}: carries no CA destination"
         width = 2.2 if s["state"] == "over" else 0.3 + 0.9 * min(s["ratio"], 1.0)
         return (load_colour(s["ratio"]), round(width, 2), "",
-                f"{cid} ({s['level']}): {s['load']} destinations, bound {s['bound']} ({s['ratio']:.0%})")
+                f"{cid}, its worse direction {s['level'].replace('_', ' ')}: {s['load']} "
+                f"destination{'s' if s['load'] != 1 else ''}, bound {s['bound']} ({s['ratio']:.0%})")
     return style
 
 

@@ -102,7 +102,8 @@ def as_built_lines(as_built: dict | None) -> list[str]:
     n = len(as_built["cables_down"])
     out = [f"as built: {n} design cable{'s' if n != 1 else ''} down, routed around{how} (`loom status MODEL` shows them)"]
     for part, hint in (("declared", "`loom mark up` when it is back"),
-                       ("observed", "not seen up now; `loom mark down NAME --reason ...` declares it")):
+                       ("observed", "not seen up now (a failure, or a new cable not pulled yet); "
+                                    "`loom mark down MODEL NAME --reason ...` declares a failure")):
         names = [d["name"] + (f" ({d['reason']})" if d.get("reason") else "") for d in as_built.get(part, [])]
         if names:
             out.append(f"  {part}: {', '.join(names[:8])}" + (f" and {len(names) - 8} more" if len(names) > 8 else "")

@@ -62,6 +62,7 @@ from .design import as_it_stands, design_tables, last_applied
 from .drains import read_drained, write_drained
 from .health import Monitor, cuts_off
 from loom.push.errors import TargetError
+from loom.push.links import watcher_down
 from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
 from loom.push.packing import digest_tables
 from .target import Target
@@ -333,7 +334,7 @@ class Watcher:
         from loom.expand.failures import FailureSpecError, parse_failures
 
         try:
-            names = json.loads((self.target.dir / "watch.down.json").read_text())["down"]
+            names = watcher_down(self.target.dir)
             return frozenset(parse_failures(self.fabric, [str(n) for n in names]).cables)
         except (OSError, ValueError, KeyError, TypeError, FailureSpecError):
             return frozenset()
@@ -348,8 +349,9 @@ class Watcher:
         from loom.files import write_atomic
 
         path = self.target.dir / "watch.down.json"
-        if self.down:
-            write_atomic(path, json.dumps({"down": sorted(self.fabric.cable_id(c) for c in self.down)}) + "\n")
+        if self.down:  # true of the tables with this digest only: an apply of a plan since makes it stale
+            write_atomic(path, json.dumps({"down": sorted(self.fabric.cable_id(c) for c in self.down),
+                                           "tables_sha256": digest_tables(self.applied)}) + "\n")
         else:
             path.unlink(missing_ok=True)
 
