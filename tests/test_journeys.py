@@ -197,7 +197,7 @@ def test_a_new_leaf_group_is_cabled_in(fabric_up):
     added = {a["name"] for a in plan["changes"]["destinations_added"]}
     assert {f"z0-c{i:02d}-hca0" for i in range(9, 17)} | {"z0-leaf4", "z0-leaf5"} <= added
     assert plan["changes"]["per_switch"]["z0-leaf4"] > 0
-    assert plan["new_switches"] == ["z0-leaf4", "z0-leaf5"] and "re-cabled since loom applied last: 2 switches new" in out
+    assert plan["new_switches"] == ["z0-leaf4", "z0-leaf5"] and "in service since loom applied last: 2 switches new or back" in out
     assert loom("apply", "--model", model)[0] == 0
     no_changes(model)
 

@@ -154,7 +154,9 @@ def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | N
 def _print_event(e) -> None:
     took = ", ".join(f"{k} {v:.2f}s" for k, v in e.seconds.items() if k != "total")
     what = {"down": "down", "up": "back"}.get(e.kind, e.kind)
-    out.print(f"{e.detected} {what}: {', '.join(e.changed)} → {e.message} ({e.seconds.get('total', 0):.2f}s from "
+    # no cable changed: a new watcher found tables in force that are not the ones for what it sees
+    cables = ", ".join(e.changed) or "the tables in force were not loom's for the fabric as it stands"
+    out.print(f"{e.detected} {what}: {cables} → {e.message} ({e.seconds.get('total', 0):.2f}s from "
               f"detection: {took})", highlight=False, markup=False)
 
 

@@ -135,7 +135,7 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
         out.print(line, highlight=False, markup=False)
     new = p.get("new_switches") or []
     if new:
-        out.print(f"re-cabled since loom applied last: {len(new)} switch{'es' if len(new) != 1 else ''} new "
+        out.print(f"in service since loom applied last: {len(new)} switch{'es' if len(new) != 1 else ''} new or back "
                   f"({', '.join(new[:8])}{' …' if len(new) > 8 else ''}); their tables are added, not drift",
                   highlight=False, markup=False)
     if not changed:
