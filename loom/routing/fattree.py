@@ -88,17 +88,21 @@ class Zone:
 def spread(order: np.ndarray, ports: int, role: np.ndarray, home: np.ndarray, klass: np.ndarray | None = None) -> np.ndarray:
     """Give each destination (visited in `order`) one of `ports` up-port indices.
 
-    Greedy, in priority order: the port least used so far by the destination's role (per-role
-    balance), then by destinations of the same home (leaf or pod: a home's own destinations
-    should cover distinct ports, since they are exactly what that home does not send up), then
-    of the same class (spine position, for the core choice), then overall.  O(n × ports).
+    Greedy: among the ports where the destination's home (a pod and spine position: the
+    destinations one core link into the pod carries; home 0 counts for nothing) is still under
+    its fair share ceil(its destinations / ports) — else all ports — in priority order: the
+    port least used so far by the destination's role (per-role balance), then by its home, then
+    by its class (spine position, for the core choice), then overall.  O(n × ports).
     """
     klass = np.zeros_like(role) if klass is None else klass
     counters = [np.zeros((int(a.max()) + 1, ports), np.int64) for a in (role, home, klass)]
+    share = -(-np.bincount(home) // ports)
+    share[0] = len(role)
     total = np.zeros(ports, np.int64)
     out = np.zeros(len(role), np.int64)
     for i in order:
-        cand = np.arange(ports)
+        cand = np.flatnonzero(counters[1][home[i]] < share[home[i]])
+        cand = cand if len(cand) else np.arange(ports)
         for counter, key in zip(counters, (role[i], home[i], klass[i])):
             vals = counter[key, cand]
             cand = cand[vals == vals.min()]
@@ -408,7 +412,8 @@ class FatTreeEngine:
         u[far] = _per_role_round_robin(att_lid[far], role[far], z.U)
         keep = np.array([hinted.get(int(l), -1) for l in att_lid], dtype=np.int64)
         u = np.where(keep >= 0, keep, u)
-        u = even_out(u, role, att_lid, z.U, sn.lid_switch[att_lid] >= 0, keep >= 0, att_edge)
+        is_switch = sn.lid_switch[att_lid] >= 0
+        u = even_out(u, role, att_lid, z.U, is_switch, keep >= 0, np.where(is_switch, len(z.leaves), att_edge))
         kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
         cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]
@@ -425,7 +430,10 @@ class FatTreeEngine:
         lft[np.ix_(z.leaves, att_lid)] = (z.down + 1 + u)[None, :]
         lft[att_leaf, att_lid] = att_port
         # spines: down to the destination's leaf (own pod), else up to the core chosen by v(d)
-        v = spread(order, z.spec.spine_up, role, pod, pos) if z.three else np.zeros(len(att_lid), np.int64)
+        # a core link into pod P carries the destinations of P at one spine position: spread each
+        # (pod, position) over the cores (and their parallel links), each role within a position
+        v = spread(order, z.spec.spine_up, role * z.S + pos, np.where(is_switch, -1, pod * z.S + pos) + 1, pos) \
+            if z.three else np.zeros(len(att_lid), np.int64)
         for p in range(z.spec.pods if z.three else 1):
             for s in range(z.S):
                 row = z.spine(p, s)
