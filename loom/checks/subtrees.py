@@ -9,7 +9,7 @@ with the others into the same subtree (a leaf, for spine→leaf links; a pod, fo
   destinations can reach on the links as they stand (each destination enters over one link, on
   one whose child still reaches it going down: `loads.min_max_load`, a flow where the links'
   reach differs), in total and per role (with the total at its bound);
-- CA-to-CA paths: every channel adapter outside the subtree sends to each of its channel
+- CA-to-CA paths (the verdict: `loom check` fails on a link over it): every channel adapter outside the subtree sends to each of its channel
   adapters through one of those links, so with each destination entering over one link (what
   ftree and Loom's fattree do: a destination's traffic stays in order on one path set) the least
   max is the CA-destination bound times the CAs outside.  A subtree that also receives traffic
@@ -49,14 +49,18 @@ class IntoLink:
 
     @property
     def over(self) -> bool:
-        return (self.dests > self.bound or any(m > b for m, b in self.per_role.values())
-                or (self.paths_bound is not None and self.paths > self.paths_bound))
+        """The verdict: more CA-to-CA paths than the bound (the traffic the link carries)."""
+        return self.paths_bound is not None and self.paths > self.paths_bound
+
+    @property
+    def over_dests(self) -> bool:
+        """More destinations than their bound, in total or for a role: a figure, not a verdict
+        (a destination whose sources are split over several links counts on each)."""
+        return self.dests > self.bound or any(m > b for m, b in self.per_role.values())
 
     def describe(self) -> str:
-        said = [f"{self.dests} destinations (bound {self.bound})"]
+        said = [f"{self.paths} CA-to-CA paths, bound {self.paths_bound}", f"{self.dests} destinations (bound {self.bound})"]
         said += [f"{r} {m} (bound {b})" for r, (m, b) in self.per_role.items() if m > b]
-        if self.paths_bound is not None:
-            said.append(f"{self.paths} CA-to-CA paths (bound {self.paths_bound})")
         return f"{self.switch} port {self.port} -> {self.peer} ({self.level}): " + ", ".join(said)
 
 
@@ -132,5 +136,5 @@ def level_figures(links: list[IntoLink]) -> dict[str, dict]:
         judged = [x.paths_bound for x in mine if x.paths_bound is not None]
         out[level] = {"links": len(mine), "max": max(x.dests for x in mine), "bound": max(x.bound for x in mine),
                       "max_paths": max(x.paths for x in mine), "paths_bound": max(judged) if judged else None,
-                      "over_bound": sum(x.over for x in mine)}
+                      "over_bound": sum(x.over for x in mine), "over_destination_bound": sum(x.over_dests for x in mine)}
     return out

@@ -133,7 +133,16 @@ def print_check(out: Console, name: str, p: dict) -> None:
     out.print(f"  balance:        {verdict(b['within_bound'])}  {said}")
     out.print("    level        groups  max dest/port  over as-built  over design  max paths/port")
     for level, f in b["levels"].items():
-        out.print(f"    {level:<12} {f['groups']:>6}  {f['max']:>13}  {f['over_bound']:>13}  {f['over_design_bound']:>11}  {f['max_paths']:>14}")
+        if "groups" in f:
+            out.print(f"    {level:<12} {f['groups']:>6}  {f['max']:>13}  {f['over_bound']:>13}  {f['over_design_bound']:>11}  "
+                      f"{f['max_paths']:>14}")
+    into = {level: f["into"] for level, f in b["levels"].items() if "into" in f}
+    if into:
+        out.print("    links into a leaf or pod, against each other (CA-to-CA paths max / bound, destinations max / bound): "
+                  + ("" if b["into_within_bound"] else "[red]over[/red] ")
+                  + "; ".join(f"{level} {f['max_paths']}/{f['paths_bound'] if f['paths_bound'] is not None else '-'}, "
+                              f"{f['max']}/{f['bound']}" + (f", {f['over_bound']} links over" if f["over_bound"] else "")
+                              for level, f in into.items()), highlight=False)
     out.print(f"    leaf up-ports: max {b['max_dest_per_up_port']} destinations, as-built bound {b['lower_bound']}, "
               f"design bound {b['design_bound']} (worst leaf), min {b['min_dest_per_up_port']}")
     for role, f in b["per_role"].items():

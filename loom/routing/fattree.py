@@ -168,32 +168,56 @@ def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switc
         cnt[r, tgt] += 1
         used[home[i], c] -= 1
         used[home[i], tgt] += 1
-    return _unshare(u, role, home, used, by_lid)
+    return _unshare(u, n, role, home, ~is_switch, by_lid, (cnt, bound_r, bound))
 
 
-def _unshare(u: np.ndarray, role: np.ndarray, home: np.ndarray, used: np.ndarray, by_lid: np.ndarray) -> np.ndarray:
+def _unshare(u: np.ndarray, n: int, role: np.ndarray, home: np.ndarray, is_ca: np.ndarray, by_lid: np.ndarray,
+             counts: tuple[np.ndarray, np.ndarray, int]) -> np.ndarray:
     """Where more destinations of one leaf share an index than the leaf's fair share
-    ceil(its destinations / indices) (one spine link into that leaf carries them all), swap one's
-    index with a destination of the same role elsewhere whose leaf has room at the other index:
-    counts per role and per index stay as they are."""
-    n = used.shape[1]
-    cap = -(-used.sum(axis=1) // n)
+    ceil(its destinations / indices) (one spine link into that leaf carries them all) — counted
+    twice: over all its destinations, and over its channel adapters alone (a leaf's own LID must
+    not take a CA's place: CA-to-CA paths into the leaf are counted per CA) — swap one's index
+    with a destination of the same role elsewhere whose leaf has room at the other index: counts
+    per role and per index stay as they are.  With no partner, a move to an index where its role
+    and the total are under their bounds (`counts`: per role and index, the bounds) does."""
+    cnt, bound_r, bound = counts
+    homes = int(home.max(initial=0)) + 1
+    used = np.zeros((2, homes, n), np.int64)  # [all / CAs only, home, index]
+    np.add.at(used[0], (home, u), 1)
+    np.add.at(used[1], (home[is_ca], u[is_ca]), 1)
+    cap = -(-used.sum(axis=2) // n)
+    kinds = np.stack([np.ones_like(is_ca), is_ca])  # [kind, destination]: counted in that kind
     order = np.empty(len(u), np.int64)
     order[by_lid] = np.arange(len(u))
     for i in by_lid:
         a, h = u[i], home[i]
-        if used[h, a] <= cap[h]:
+        if not any(kinds[k, i] and used[k, h, a] > cap[k, h] for k in (0, 1)):
             continue
-        ok = (role == role[i]) & (u != a) & (home != h) & (used[h, u] < cap[h]) & (used[home, a] < cap[home])
+        ok = (role == role[i]) & (u != a) & (home != h)
+        for k in (0, 1):  # neither leaf may go over a fair share by the swap
+            if kinds[k, i]:
+                ok &= used[k, h, u] < cap[k, h]
+            ok &= ~kinds[k] | (used[k, home, a] < cap[k, home])
         if not ok.any():
+            room = (cnt[role[i]] < bound_r[role[i]]) & (cnt.sum(axis=0) < bound)
+            for k in (0, 1):
+                room &= ~kinds[k, i] | (used[k, h] < cap[k, h])
+            if room.any():
+                b = int(np.flatnonzero(room)[0])
+                u[i] = b
+                cnt[role[i], a] -= 1
+                cnt[role[i], b] += 1
+                used[:, h, a] -= kinds[:, i]
+                used[:, h, b] += kinds[:, i]
             continue
         j = int(np.flatnonzero(ok)[np.argmin(order[ok])])
         b = u[j]
         u[i], u[j] = b, a
-        used[h, a] -= 1
-        used[h, b] += 1
-        used[home[j], b] -= 1
-        used[home[j], a] += 1
+        for k in (0, 1):
+            used[k, h, a] -= kinds[k, i]
+            used[k, h, b] += kinds[k, i]
+            used[k, home[j], b] -= kinds[k, j]
+            used[k, home[j], a] += kinds[k, j]
     return u
 
 
@@ -413,7 +437,7 @@ class FatTreeEngine:
         keep = np.array([hinted.get(int(l), -1) for l in att_lid], dtype=np.int64)
         u = np.where(keep >= 0, keep, u)
         is_switch = sn.lid_switch[att_lid] >= 0
-        u = even_out(u, role, att_lid, z.U, is_switch, keep >= 0, np.where(is_switch, len(z.leaves), att_edge))
+        u = even_out(u, role, att_lid, z.U, is_switch, keep >= 0, att_edge)
         kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
         cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]
