@@ -86,17 +86,21 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
     zone_of = np.where(sn.lid_switch >= 0, sn.lid_switch, sn.ca_switch)
     live_cas = int(ud.live_lids[sn.ca_lids].sum())
     out = []
-    for mine in subtrees.values():
+    member = {key: _members(sn, key) for key in subtrees}
+    for key, mine in subtrees.items():
         mine = np.array(mine)
         if only is not None and not only[r[mine]].any():
             continue
         rows, ports, kids = r[mine], c[mine], p[mine]
         t = target[ud.zone[rows[0]], lids]
-        # the subtree's destinations: targets that one of its links' children reaches going down
-        below = ud.down[kids].any(axis=0)
-        inside = np.flatnonzero((t >= 0) & below[np.maximum(t, 0)])
+        # the subtree's destinations: those whose target switch is in it, carried in over its links
+        inside = np.flatnonzero((t >= 0) & member[key][np.maximum(t, 0)])
         dest = inside[used[rows][:, inside].any(axis=0)]
-        patterns, pattern = distinct_rows(ud.down[kids][:, t[dest]].T)  # which links can deliver each
+        # which links can deliver each: their child reaches it going down (none does: a switch
+        # reached by a turn, e.g. a spine whose core is down; then any link can carry it in)
+        can = ud.down[kids][:, t[dest]]
+        can[:, ~can.any(axis=0)] = True
+        patterns, pattern = distinct_rows(can.T)
         d_roles = roles[lids[dest]]
         counts = np.bincount(pattern, minlength=len(patterns))
         bound = min_max_load(patterns, counts)
@@ -119,6 +123,16 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
                                 {k: (int(v[i]), int(b)) for k, (v, b) in per_role.items()},
                                 int(paths[rows[i], ports[i]]), paths_bound))
     return out
+
+
+def _members(sn, key: tuple) -> np.ndarray:
+    """[switch] in the subtree: the leaf, or every leaf and spine of the pod."""
+    if key[0] == "leaf":
+        out = np.zeros(sn.n, bool)
+        out[key[1]] = True
+        return out
+    return np.array([sn.switch(i).zone == key[1] and sn.switch(i).pod == key[2] and sn.switch(i).role in ("leaf", "spine")
+                     for i in range(sn.n)])
 
 
 def _subtree(sn, child: int) -> tuple:
