@@ -69,6 +69,8 @@ def figures(t) -> dict:
         "ebb": sum(ebb.values()) / len(ebb),
         "deadlock_free": check_deadlock(walk, "ca").deadlock_free,
         "unreachable": check_reachability(walk).unreachable_pairs,
+        "levels": {level: (f["max_paths"], f["max"], f.get("into", {}).get("paths_bound")) for level, f in b.levels.items()
+                   if "max_paths" in f},
     }
 
 
@@ -174,6 +176,33 @@ def scale(console: Console, report: Figures) -> None:
     console.print(t)
 
 
+def level_table(bal: list[dict]) -> Table:
+    """Per fabric and level: max CA-to-CA paths / max destinations on one port, Loom beside each
+    OpenSM engine, with the into-subtree paths bound of the down levels (issue 33); MISS where
+    Loom is over the bound or worse than the best engine that reaches every pair."""
+    t = Table(title="Per level: max CA-to-CA paths / max destinations on one port (bound: least max paths over the links "
+              "into a leaf or pod)")
+    engines = list(dict.fromkeys(r["engine"] for r in bal))
+    for col in ("fabric", "level", "paths bound", *engines):
+        t.add_column(col, justify="left" if col in ("fabric", "level") else "right")
+    for fabric in dict.fromkeys(r["fabric"] for r in bal):
+        rows = {r["engine"]: r for r in bal if r["fabric"] == fabric}
+        loom = rows.get("loom fattree")
+        for level in loom["levels"] if loom else ():
+            bound = loom["levels"][level][2]
+            best = min((r["levels"][level][0] for e, r in rows.items() if e != "loom fattree" and level in r["levels"]
+                        and not r["unreachable"]), default=None)
+            cells = []
+            for e in engines:
+                fig = rows[e]["levels"].get(level) if e in rows else None
+                mark = ""
+                if e == "loom fattree" and fig and ((bound is not None and fig[0] > bound) or (best is not None and fig[0] > best)):
+                    mark = " MISS"
+                cells.append(f"{fig[0]} / {fig[1]}{mark}" if fig else "-")
+            t.add_row(fabric, level, "-" if bound is None else str(bound), *cells)
+    return t
+
+
 def main(models: list[str]) -> int:
     if models[:1] == ["--loom-alone"]:
         print(json.dumps(loom_alone(Path(models[1]))))
@@ -217,6 +246,7 @@ def main(models: list[str]) -> int:
                   r["storage"], r["iz"],
                   f"{r['ebb']:.3f}", "yes" if r["deadlock_free"] else "NO", str(r["unreachable"]))
     console.print(b)
+    console.print(level_table(bal))
     report = Figures("routing")
     for r in rows:
         loom = r["loom_route"] + r["loom_check"]

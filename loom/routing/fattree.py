@@ -49,6 +49,7 @@ from loom.model.schema import FatTree2, FatTree3
 
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft
+from .cover import cover
 from .subnet import TO_SWITCH, Subnet
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
@@ -438,6 +439,7 @@ class FatTreeEngine:
         u = np.where(keep >= 0, keep, u)
         is_switch = sn.lid_switch[att_lid] >= 0
         u = even_out(u, role, att_lid, z.U, is_switch, keep >= 0, att_edge)
+        u = cover(u, role, att_edge, ~is_switch, ~((keep >= 0) & (u == keep)), len(z.leaves), z.U, self._switch_lids_up(z))
         kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
         cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]
@@ -470,6 +472,18 @@ class FatTreeEngine:
         self._route_switch_lids(sn, z, lft, self._turn_leaf(z, remote))
         if not cabled.all():
             self._detour(sn, z, lft, cabled)
+
+    @staticmethod
+    def _switch_lids_up(z: Zone) -> np.ndarray:
+        """[leaf edge, up index, role]: the spine and core LIDs each leaf sends up each index
+        (`_route_switch_lids`), for `cover`'s loads."""
+        out = np.zeros((len(z.leaves), z.U, len(ROLE_ORDER)), np.int64)
+        pos = np.arange(len(z.leaves))
+        for s in range(z.S):
+            out[pos, (pos % z.links) * z.S + s, ROLE_ORDER["switch"]] += z.spec.pods if z.three else 1
+        for c in range(len(z.cores)):
+            out[pos, (pos % z.links) * z.S + c // z.G, ROLE_ORDER["switch"]] += 1
+        return out
 
     @staticmethod
     def _avoid_missing(z: Zone, cabled: np.ndarray, att_edge: np.ndarray, u: np.ndarray) -> np.ndarray:

@@ -1,0 +1,154 @@
+"""Every leaf at its bound with one up-port choice per destination, before any per-leaf repair.
+
+The fattree engine gives each destination d one up-port index u(d), used by every leaf of the
+zone.  Leaf e then sends up port u all destinations with that index except its own, so its load
+per role is N[u, r] - own[e, u, r] (+ the spine and core LIDs it sends up).  Balanced global
+counts N are not enough: each leaf needs its own destinations on the indices the others crowd
+(a leaf with as many of a role as there are heavy indices must hold every heavy one).  When a
+leaf misses its bound, the engine's last pass (`asbuilt.fit_to_fabric`) moves entries of that
+leaf alone — and a destination sent up different ports by different leaves enters its own leaf
+over several spine links, which is what crowds the links *into* a leaf (issue 33).
+
+`cover` fixes it at the source by swapping the indices of two destinations of the same role on
+different leaves: the global counts N do not move, no other leaf's load moves (each other leaf
+sends both up, one on each index), and only the two leaves' loads trade one unit between the two
+indices.  A swap is taken only if neither leaf goes over its bound (per role, in total) and
+neither leaf's own destinations crowd a link into it (its share ceil(own / indices), over all
+its destinations and over its channel adapters).  Kept (hinted) choices never move.
+Cost: O(violations × destinations); none on a tree that is already at its bounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def cover(u: np.ndarray, role: np.ndarray, edge: np.ndarray, is_ca: np.ndarray, movable: np.ndarray, leaves: int,
+          indices: int, extra: np.ndarray) -> np.ndarray:
+    """u with swaps made as described; `extra` [leaf, index, role]: what else each leaf sends up
+    each index (switch LIDs routed apart)."""
+    u = _level(u.copy(), role, edge, is_ca, movable, leaves, indices)
+    roles = max(int(role.max(initial=0)) + 1, extra.shape[2])
+    own = np.zeros((leaves, indices, roles), np.int64)
+    np.add.at(own, (edge, u, role), 1)
+    total = own.sum(axis=0)  # [index, role]: global, invariant under the swaps
+    ex = np.zeros_like(own)
+    ex[:, :, :extra.shape[2]] = extra
+    load = total[None] - own + ex
+    sent = load.sum(axis=1)  # [leaf, role]
+    bound_r = -(-sent // indices)
+    bound = -(-sent.sum(axis=1) // indices)
+    mine = np.zeros((2, leaves, indices), np.int64)  # a leaf's own destinations per index: all, CAs
+    np.add.at(mine[0], (edge, u), 1)
+    np.add.at(mine[1], (edge[is_ca], u[is_ca]), 1)
+    cap = -(-mine.sum(axis=2) // indices)
+    stuck = set()
+    for _ in range(4 * len(u) + 16):
+        tot = load.sum(axis=2)
+        over = [(int(e), int(h), int(r)) for e, h, r in np.argwhere(load > bound_r[:, None, :])]
+        over += [(int(e), int(h), int(r)) for e, h in np.argwhere(tot > bound[:, None]) for r in np.flatnonzero(load[e, h])]
+        todo = next((v for v in over if v not in stuck), None)
+        if todo is None:
+            break
+        e, hi, r = todo
+        pair = _partner(u, role, edge, is_ca, movable, e, hi, r, load, tot, bound_r, bound, mine, cap)
+        swaps = [pair] if pair is not None else _roles_traded(u, role, edge, is_ca, movable, e, hi, r, load, bound_r)
+        if not swaps:
+            stuck.add(todo)
+            continue
+        for i, j in swaps:
+            a, b = int(u[i]), int(u[j])
+            u[i], u[j] = b, a
+            for k, x, y in ((i, a, b), (j, b, a)):  # destination k moves from index x to y
+                leaf = int(edge[k])
+                own[leaf, x, role[k]] -= 1
+                own[leaf, y, role[k]] += 1
+                for kind in (0, 1):
+                    if kind == 0 or is_ca[k]:
+                        mine[kind, leaf, x] -= 1
+                        mine[kind, leaf, y] += 1
+        for leaf in {int(edge[k]) for pair in swaps for k in pair}:
+            load[leaf] = total - own[leaf] + ex[leaf]
+    return u
+
+
+def _partner(u, role, edge, is_ca, movable, e, hi, r, load, tot, bound_r, bound, mine, cap) -> tuple[int, int] | None:
+    """(i, j): i of leaf e at an index `lo` with room for one more of role r at e, j of role r on
+    another leaf at `hi` that has room for it there; both leaves' links stay within their share."""
+    room = np.flatnonzero((load[e, :, r] < bound_r[e, r]) & (tot[e] < bound[e]))
+    same = movable & (role == r)
+    for lo in room[np.argsort(tot[e, room], kind="stable")]:
+        ours = np.flatnonzero(same & (edge == e) & (u == lo))
+        ours = [i for i in ours if mine[0, e, hi] < cap[0, e] and (not is_ca[i] or mine[1, e, hi] < cap[1, e])]
+        if not ours:
+            continue
+        theirs = np.flatnonzero(same & (edge != e) & (u == hi))
+        if not len(theirs):
+            continue
+        f = edge[theirs]
+        ok = (load[f, hi, r] < bound_r[f, r]) & (tot[f, hi] < bound[f]) & (mine[0, f, lo] < cap[0, f])
+        ok &= ~is_ca[theirs] | (mine[1, f, lo] < cap[1, f])
+        if ok.any():
+            return int(ours[0]), int(theirs[np.flatnonzero(ok)[0]])
+    return None
+
+
+def _roles_traded(u, role, edge, is_ca, movable, e, hi, r, load, bound_r) -> list[tuple[int, int]]:
+    """When no single swap fits (the leaf's links are full): two swaps inside two leaves that trade
+    roles between `hi` and another index x.  On leaf e a destination of role r2 at hi and one of
+    role r at x swap indices (e holds one more of r at hi: its load of r there falls); on another
+    leaf f the reverse, so the global counts per role and index stay, and every leaf keeps as many
+    destinations (and CAs) per index as it had."""
+    for x in np.flatnonzero(load[e, :, r] < bound_r[e, r]):
+        for r2 in np.flatnonzero(load[e, hi] < bound_r[e]):
+            if r2 == r:
+                continue
+            for ca in (True, False):
+                pick = movable & (is_ca == ca)
+                a = np.flatnonzero(pick & (edge == e) & (role == r2) & (u == hi))
+                b = np.flatnonzero(pick & (edge == e) & (role == r) & (u == x))
+                if not len(a) or not len(b):
+                    continue
+                c = np.flatnonzero(pick & (edge != e) & (role == r) & (u == hi))
+                d_leaves = np.flatnonzero(pick & (edge != e) & (role == r2) & (u == x))
+                f = np.intersect1d(edge[c], edge[d_leaves])
+                f = f[(load[f, hi, r] < bound_r[f, r]) & (load[f, x, r2] < bound_r[f, r2])]
+                if not len(f):
+                    continue
+                cc = int(c[edge[c] == f[0]][0])
+                dd = int(d_leaves[edge[d_leaves] == f[0]][0])
+                return [(int(a[0]), int(b[0])), (cc, dd)]
+    return []
+
+
+def _level(u, role, edge, is_ca, movable, leaves, indices) -> np.ndarray:
+    """Per role, indices that differ by at most one destination (`even_out`'s ceil(n / indices)
+    allows three crowded indices where one would do, and a leaf can hold only so many crowded
+    indices): one at a time from a fullest index to an emptiest, from a leaf whose links into it
+    have room there."""
+    mine = np.zeros((2, leaves, indices), np.int64)
+    np.add.at(mine[0], (edge, u), 1)
+    np.add.at(mine[1], (edge[is_ca], u[is_ca]), 1)
+    cap = -(-mine.sum(axis=2) // indices)
+    tot = np.bincount(u, minlength=indices)
+    tot_bound = -(-len(u) // indices)
+    for r in np.unique(role):
+        for _ in range(len(u)):
+            n = np.bincount(u[role == r], minlength=indices)
+            hi, lo = int(n.argmax()), int(n.argmin())
+            if n[hi] - n[lo] < 2:
+                break
+            cand = np.flatnonzero(movable & (role == r) & (u == hi))
+            cand = cand[(mine[0, edge[cand], lo] < cap[0, edge[cand]])
+                        & (~is_ca[cand] | (mine[1, edge[cand], lo] < cap[1, edge[cand]]))]
+            if not len(cand) or tot[lo] >= tot_bound:
+                break
+            i = int(cand[0])
+            u[i] = lo
+            tot[hi] -= 1
+            tot[lo] += 1
+            for kind in (0, 1):
+                if kind == 0 or is_ca[i]:
+                    mine[kind, edge[i], hi] -= 1
+                    mine[kind, edge[i], lo] += 1
+    return u
