@@ -22,11 +22,20 @@ from __future__ import annotations
 
 import numpy as np
 
+#: zones up to this many (destination × up-port index) cells get the exact assignment (`_assign`,
+#: ~1 s at 8,400 cells); larger ones, or one not solved within PROGRAM_SECONDS, the swaps
+PROGRAM_CELLS, PROGRAM_SECONDS, PER_ROLE_SECONDS = 200_000, 20.0, 2.0
+
 
 def cover(u: np.ndarray, role: np.ndarray, edge: np.ndarray, is_ca: np.ndarray, movable: np.ndarray, leaves: int,
           indices: int, extra: np.ndarray) -> np.ndarray:
     """u with swaps made as described; `extra` [leaf, index, role]: what else each leaf sends up
     each index (switch LIDs routed apart)."""
+    if len(u) * indices <= PROGRAM_CELLS:  # per role too where that is solved quickly, else in total and over CAs
+        for per_role, seconds in ((True, PER_ROLE_SECONDS), (False, PROGRAM_SECONDS)):
+            got = _assign(u, role, edge, is_ca, movable, leaves, indices, extra, seconds, per_role)
+            if got is not None:
+                return got
     u = _level(u.copy(), role, edge, is_ca, movable, leaves, indices)
     roles = max(int(role.max(initial=0)) + 1, extra.shape[2])
     own = np.zeros((leaves, indices, roles), np.int64)
@@ -152,3 +161,141 @@ def _level(u, role, edge, is_ca, movable, leaves, indices) -> np.ndarray:
                     mine[kind, edge[i], hi] -= 1
                     mine[kind, edge[i], lo] += 1
     return u
+
+
+def _assign(u, role, edge, is_ca, movable, leaves, indices, extra, seconds: float, per_role: bool) -> np.ndarray | None:
+    """The same constraints as an integer program (scipy's HiGHS): x[d, i] = destination d on
+    index i; N[r, i] its role's count there; each leaf's up-port loads per role, over CAs and in
+    total within their bounds, its own destinations within their share of the links into it, the
+    global counts within ceil(n / indices); keeping as many current choices as it can.  None when
+    infeasible or not solved in `seconds`."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    n, m = len(u), indices
+    roles = extra.shape[2]
+    ca_roles = np.unique(role[is_ca])
+    nx_, nn = n * m, roles * m
+    rows, cols, vals, lo, hi = [], [], [], [], []
+
+    def row(c, v, low, high):
+        k = len(lo)
+        rows.extend([k] * len(c))
+        cols.extend(c)
+        vals.extend(v)
+        lo.append(low)
+        hi.append(high)
+
+    x = lambda d, i: d * m + i  # noqa: E731
+    N = lambda r, i: nx_ + r * m + i  # noqa: E731
+    for d in range(n):
+        row([x(d, i) for i in range(m)], [1] * m, 1, 1)
+    for r in range(roles):
+        mine = np.flatnonzero(role == r)
+        n_r = len(mine)
+        for i in range(m):
+            row([N(r, i)] + [x(d, i) for d in mine], [1] + [-1] * n_r, 0, 0)
+            row([N(r, i)], [1], 0, -(-n_r // m))
+    for i in range(m):
+        row([N(r, i) for r in range(roles)], [1] * roles, 0, -(-n // m))
+    for a in range(leaves):
+        here = edge == a
+        ex = extra[a]  # [index, role]
+        sent_r = np.bincount(role[~here], minlength=roles) + ex.sum(axis=0)
+        sent_ca = int((is_ca & ~here).sum())
+        own_all, own_ca = int(here.sum()), int((here & is_ca).sum())
+        for i in range(m):
+            for r in np.flatnonzero(sent_r) if per_role else ():
+                d = np.flatnonzero(here & (role == r))
+                row([N(r, i)] + [x(k, i) for k in d], [1] + [-1] * len(d), -np.inf, -(-sent_r[r] // m) - ex[i, r])
+            d = np.flatnonzero(here)
+            row([N(r, i) for r in range(roles)] + [x(k, i) for k in d], [1] * roles + [-1] * len(d), -np.inf,
+                -(-int(sent_r.sum()) // m) - ex[i].sum())
+            dc = np.flatnonzero(here & is_ca)
+            row([N(r, i) for r in ca_roles] + [x(k, i) for k in dc], [1] * len(ca_roles) + [-1] * len(dc), -np.inf,
+                -(-sent_ca // m))
+            row([x(k, i) for k in d], [1] * len(d), 0, -(-own_all // m))
+            row([x(k, i) for k in dc], [1] * len(dc), 0, -(-own_ca // m))
+    size = nx_ + nn
+    a = coo_matrix((vals, (rows, cols)), shape=(len(lo), size)).tocsr()
+    cost = np.zeros(size)
+    cost[np.arange(n) * m + u] = -1  # keep the current choice where it can
+    low, high = np.zeros(size), np.ones(size)
+    high[nx_:] = n
+    fixed = np.flatnonzero(~movable)
+    high[(fixed * m)[:, None] + np.arange(m)[None, :]] = 0
+    high[fixed * m + u[fixed]] = 1
+    low[fixed * m + u[fixed]] = 1
+    res = milp(cost, constraints=LinearConstraint(a, lo, hi), integrality=np.r_[np.ones(nx_), np.ones(nn)],
+               bounds=Bounds(low, high), options={"time_limit": seconds})
+    if res.status != 0 or res.x is None:
+        return None
+    return res.x[:nx_].reshape(n, m).argmax(axis=1)
+
+
+
+def trades(index, role, is_ca, key, sends, near, indices, klass, same, extra) -> list[tuple[int, int, int]]:
+    """Per-role balance of each switch's up-ports where one index per destination cannot give it.
+    Switch k sends up index i the destinations `sends[k]` with that index; it may send two of
+    them that share a `key` (a leaf e: its links in; a pod: the core links into it), of different
+    roles, both CAs or both not, up each other's index.  Its load moves one unit of role r from
+    `hi` to `lo` and one of the other role back; every other switch, the links into the key's
+    subtree (k's paths to both carry equal weight, now on each other's link) and the counts over
+    CAs stay as they were.  Only destinations `near[k]` trade (for a leaf: its own pod's, so the
+    core links into other pods are untouched), and only between indices of one `klass` (the
+    parallel link the switch above takes down is chosen by the destination's own index: a trade
+    across classes would land on a link other than the partner's).  First, where it can, one
+    destination alone moves to an index of the same `same` (a parallel link to the same switch
+    above: the links further down do not change at all).  Returns (switch, destination, new
+    index)."""
+    roles = extra.shape[2]
+    switches = len(sends)
+    load = np.zeros((switches, indices, roles), np.int64)
+    for k in range(switches):
+        load[k] = np.bincount(index[sends[k]] * roles + role[sends[k]], minlength=indices * roles).reshape(indices, roles)
+    load += extra
+    bound_r = -(-load.sum(axis=1) // indices)
+    bound = -(-load.sum(axis=(1, 2)) // indices)
+    out, taken = [], set()
+    for k, hi, r in np.argwhere(load > bound_r[:, None, :]):
+        k, hi, r = int(k), int(hi), int(r)
+        pool = sends[k] & near[k]
+        while load[k, hi, r] > bound_r[k, r]:
+            room = np.flatnonzero((same == same[hi]) & (load[k, :, r] < bound_r[k, r]) & (load[k].sum(axis=1) < bound[k]))
+            alone = [int(i) for i in np.flatnonzero(sends[k] & (role == r) & (index == hi)) if (k, int(i)) not in taken]
+            if len(room) and alone:
+                out.append((k, alone[0], int(room[0])))
+                taken.add((k, alone[0]))
+                load[k, hi, r] -= 1
+                load[k, room[0], r] += 1
+                continue
+            pair = _trade(index, role, is_ca, key, pool, k, hi, r, load[k], bound_r[k], taken, klass)
+            if pair is None:
+                break
+            i, j = pair  # i: role r at hi -> lo; j: role r2 at lo -> hi
+            lo, r2 = int(index[j]), int(role[j])
+            out += [(k, i, lo), (k, j, hi)]
+            taken |= {(k, i), (k, j)}
+            load[k, hi, r] -= 1
+            load[k, lo, r] += 1
+            load[k, lo, r2] -= 1
+            load[k, hi, r2] += 1
+    return out
+
+
+def _trade(index, role, is_ca, key, pool, k, hi, r, load, bound_r, taken, klass) -> tuple[int, int] | None:
+    """Two destinations of `pool` sharing a key for `trades`: i of role r at hi, j of another role
+    at an index lo where the switch has room for r, with room for j's role at hi."""
+    first = np.flatnonzero(pool & (role == r) & (index == hi))
+    for lo in np.flatnonzero((load[:, r] < bound_r[r]) & (klass == klass[hi])):
+        for r2 in np.flatnonzero((load[hi] < bound_r) & (load[lo] > 0)):
+            if r2 == r:
+                continue
+            second = np.flatnonzero(pool & (role == r2) & (index == lo))
+            for i in first:
+                if (k, int(i)) in taken:
+                    continue
+                ok = [int(j) for j in second[(key[second] == key[i]) & (is_ca[second] == is_ca[i])] if (k, int(j)) not in taken]
+                if ok:
+                    return int(i), ok[0]
+    return None

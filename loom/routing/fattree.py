@@ -49,7 +49,7 @@ from loom.model.schema import FatTree2, FatTree3
 
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft
-from .cover import cover
+from .cover import cover, trades
 from .subnet import TO_SWITCH, Subnet
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
@@ -427,6 +427,7 @@ class FatTreeEngine:
         att_edge = edge_of[att_leaf]
         pod = z.leaf_pod(att_edge)
         role = roles[att_lid]
+        self._route_switch_lids(sn, z, lft, self._turn_leaf(z, remote))  # first: their loads are `cover`'s extras
         u = np.empty(len(att_lid), np.int64)
         # local destinations: by where they are cabled, rotated by the leaf's index
         slot = np.where(att_port[:n_local] == 0, z.down, att_port[:n_local] - 1)
@@ -439,7 +440,8 @@ class FatTreeEngine:
         u = np.where(keep >= 0, keep, u)
         is_switch = sn.lid_switch[att_lid] >= 0
         u = even_out(u, role, att_lid, z.U, is_switch, keep >= 0, att_edge)
-        u = cover(u, role, att_edge, ~is_switch, ~((keep >= 0) & (u == keep)), len(z.leaves), z.U, self._switch_lids_up(z))
+        extra, spine_extra = self._switch_lids_up(sn, z, lft)
+        u = cover(u, role, att_edge, ~is_switch, ~((keep >= 0) & (u == keep)), len(z.leaves), z.U, extra)
         kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
         cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]
@@ -455,11 +457,21 @@ class FatTreeEngine:
         # leaves: up-port u(d), or down to the destination on this leaf
         lft[np.ix_(z.leaves, att_lid)] = (z.down + 1 + u)[None, :]
         lft[att_leaf, att_lid] = att_port
+        leaf_pod = z.leaf_pod(np.arange(len(z.leaves)))
+        sends = att_edge[None, :] != np.arange(len(z.leaves))[:, None]
+        near = leaf_pod[att_edge][None, :] == leaf_pod[:, None]
+        for a, i, index in trades(u, role, ~is_switch, att_edge, sends, near, z.U, np.arange(z.U) // z.S, np.arange(z.U) % z.S,
+                                  extra):
+            lft[z.leaves[a], att_lid[i]] = z.down + 1 + index
         # spines: down to the destination's leaf (own pod), else up to the core chosen by v(d)
         # a core link into pod P carries the destinations of P at one spine position: spread each
         # (pod, position) over the cores (and their parallel links), each role within a position
         v = spread(order, z.spec.spine_up, role * z.S + pos, np.where(is_switch, -1, pod * z.S + pos) + 1, pos) \
             if z.three else np.zeros(len(att_lid), np.int64)
+        for s in range(z.S if z.three else 0):  # spines at one position: the pods are their "leaves"
+            at = np.flatnonzero(pos == s)
+            v[at] = cover(v[at], role[at], pod[at], ~is_switch[at], np.ones(len(at), bool), z.spec.pods, z.spec.spine_up,
+                          spine_extra[s])
         for p in range(z.spec.pods if z.three else 1):
             for s in range(z.S):
                 row = z.spine(p, s)
@@ -469,21 +481,39 @@ class FatTreeEngine:
                     lft[row, att_lid[~mine]] = z.spine_down + 1 + v[~mine]
         if z.three:
             lft[np.ix_(z.cores, att_lid)] = (1 + pod * z.clinks + v // z.G)[None, :]
-        self._route_switch_lids(sn, z, lft, self._turn_leaf(z, remote))
+            spines = [(p, s) for p in range(z.spec.pods) for s in range(z.S)]
+            sends = np.array([(pos == s) & (pod != p) for p, s in spines])
+            ups = np.arange(z.spec.spine_up)
+            for k, i, index in trades(v, role, ~is_switch, pod, sends, sends, z.spec.spine_up, ups, ups % z.G,
+                                      np.array([spine_extra[s, p] for p, s in spines])):
+                lft[z.spine(*spines[k]), att_lid[i]] = z.spine_down + 1 + index
         if not cabled.all():
             self._detour(sn, z, lft, cabled)
 
     @staticmethod
-    def _switch_lids_up(z: Zone) -> np.ndarray:
-        """[leaf edge, up index, role]: the spine and core LIDs each leaf sends up each index
-        (`_route_switch_lids`), for `cover`'s loads."""
-        out = np.zeros((len(z.leaves), z.U, len(ROLE_ORDER)), np.int64)
-        pos = np.arange(len(z.leaves))
-        for s in range(z.S):
-            out[pos, (pos % z.links) * z.S + s, ROLE_ORDER["switch"]] += z.spec.pods if z.three else 1
-        for c in range(len(z.cores)):
-            out[pos, (pos % z.links) * z.S + c // z.G, ROLE_ORDER["switch"]] += 1
-        return out
+    def _switch_lids_up(sn: Subnet, z: Zone, lft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What else `cover` must count: the spine and core LIDs (`_route_switch_lids`) each leaf
+        sends up each index [leaf edge, index, role], and for each spine position those each
+        spine sends up, of the ones its pod's leaves send to it [position, pod, index, role]."""
+        lids = sn.switch_lid[np.r_[z.spines, z.cores]].astype(np.int64)
+        sw = ROLE_ORDER["switch"]
+        up = lft[z.leaves][:, lids].astype(np.int64) - z.down - 1  # [leaf edge, lid]
+        ok = (up >= 0) & (up < z.U)
+        leaf = np.zeros((len(z.leaves), z.U, len(ROLE_ORDER)), np.int64)
+        rows = np.nonzero(ok)[0]
+        np.add.at(leaf, (rows, up[ok], sw), 1)
+        pods = z.spec.pods if z.three else 1
+        spine = np.zeros((z.S, pods, z.spec.spine_up if z.three else 1, len(ROLE_ORDER)), np.int64)
+        for p in range(pods if z.three else 0):
+            mine = z.leaf_pod(np.arange(len(z.leaves))) == p
+            sent = np.zeros((z.S, len(lids)), bool)  # a leaf of the pod sends the LID to that position
+            e, j = np.nonzero(ok & mine[:, None])
+            sent[up[e, j] % z.S, j] = True
+            for s in range(z.S):
+                vv = lft[z.spine(p, s), lids].astype(np.int64) - z.spine_down - 1
+                go = sent[s] & (vv >= 0) & (vv < z.spec.spine_up)
+                np.add.at(spine[s, p], (vv[go], sw), 1)
+        return leaf, spine
 
     @staticmethod
     def _avoid_missing(z: Zone, cabled: np.ndarray, att_edge: np.ndarray, u: np.ndarray) -> np.ndarray:
