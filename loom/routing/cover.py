@@ -24,18 +24,32 @@ import numpy as np
 
 #: zones up to this many (destination × up-port index) cells get the exact assignment (`_assign`,
 #: ~1 s at 8,400 cells); larger ones, or one not solved within PROGRAM_SECONDS, the swaps
-PROGRAM_CELLS, PROGRAM_SECONDS, PER_ROLE_SECONDS = 200_000, 20.0, 2.0
+PROGRAM_CELLS, PROGRAM_SECONDS = 200_000, 5.0
 
 
 def cover(u: np.ndarray, role: np.ndarray, edge: np.ndarray, is_ca: np.ndarray, movable: np.ndarray, leaves: int,
           indices: int, extra: np.ndarray) -> np.ndarray:
     """u with swaps made as described; `extra` [leaf, index, role]: what else each leaf sends up
     each index (switch LIDs routed apart)."""
-    if len(u) * indices <= PROGRAM_CELLS:  # per role too where that is solved quickly, else in total and over CAs
-        for per_role, seconds in ((True, PER_ROLE_SECONDS), (False, PROGRAM_SECONDS)):
-            got = _assign(u, role, edge, is_ca, movable, leaves, indices, extra, seconds, per_role)
-            if got is not None:
-                return got
+    u = _swaps(u, role, edge, is_ca, movable, leaves, indices, extra)
+    if len(u) * indices <= PROGRAM_CELLS and _short(u, edge, is_ca, leaves, indices):
+        got = _assign(u, role, edge, is_ca, movable, leaves, indices, extra, PROGRAM_SECONDS, False)
+        if got is not None:
+            return got
+    return u
+
+
+def _short(u, edge, is_ca, leaves, indices) -> bool:
+    """Some leaf over its bound over CA destinations (the CA-to-CA paths on its up-ports: what
+    the swaps, judging per role and in total, do not always reach)."""
+    own_ca = np.zeros((leaves, indices), np.int64)
+    np.add.at(own_ca, (edge[is_ca], u[is_ca]), 1)
+    load_ca = own_ca.sum(axis=0)[None] - own_ca
+    return bool((load_ca > -(-load_ca.sum(axis=1, keepdims=True) // indices)).any())
+
+
+def _swaps(u, role, edge, is_ca, movable, leaves, indices, extra) -> np.ndarray:
+    """The swaps of the module doc, after `_level`."""
     u = _level(u.copy(), role, edge, is_ca, movable, leaves, indices)
     roles = max(int(role.max(initial=0)) + 1, extra.shape[2])
     own = np.zeros((leaves, indices, roles), np.int64)
@@ -51,34 +65,44 @@ def cover(u: np.ndarray, role: np.ndarray, edge: np.ndarray, is_ca: np.ndarray, 
     np.add.at(mine[0], (edge, u), 1)
     np.add.at(mine[1], (edge[is_ca], u[is_ca]), 1)
     cap = -(-mine.sum(axis=2) // indices)
-    stuck = set()
-    for _ in range(4 * len(u) + 16):
+    ca_roles = set(np.unique(role[is_ca]).tolist())
+    for _ in range(3):  # rounds over what is over; another only while one made progress
         tot = load.sum(axis=2)
-        over = [(int(e), int(h), int(r)) for e, h, r in np.argwhere(load > bound_r[:, None, :])]
-        over += [(int(e), int(h), int(r)) for e, h in np.argwhere(tot > bound[:, None]) for r in np.flatnonzero(load[e, h])]
-        todo = next((v for v in over if v not in stuck), None)
-        if todo is None:
+        # CA roles only: a switch LID carries no CA-to-CA paths, and the crowding of switch LIDs
+        # routed apart (`extra`) is no swap's to undo
+        over = [(int(e), int(h), int(r)) for e, h, r in np.argwhere(load > bound_r[:, None, :]) if r in ca_roles]
+        over += [(int(e), int(h), int(r)) for e, h in np.argwhere(tot > bound[:, None]) for r in np.flatnonzero(load[e, h])
+                 if r in ca_roles]
+        moved = False
+        for e, hi, r in over:
+            tot = load.sum(axis=2)
+            if load[e, hi, r] <= bound_r[e, r] and tot[e, hi] <= bound[e]:
+                continue
+            pair = _partner(u, role, edge, is_ca, movable, e, hi, r, load, tot, bound_r, bound, mine, cap)
+            swaps = [pair] if pair is not None else _roles_traded(u, role, edge, is_ca, movable, e, hi, r, load, bound_r)
+            if swaps:
+                moved = True
+                _swap(u, role, edge, is_ca, swaps, own, mine)
+                for leaf in {int(edge[k]) for pair in swaps for k in pair}:
+                    load[leaf] = total - own[leaf] + ex[leaf]
+        if not moved:
             break
-        e, hi, r = todo
-        pair = _partner(u, role, edge, is_ca, movable, e, hi, r, load, tot, bound_r, bound, mine, cap)
-        swaps = [pair] if pair is not None else _roles_traded(u, role, edge, is_ca, movable, e, hi, r, load, bound_r)
-        if not swaps:
-            stuck.add(todo)
-            continue
-        for i, j in swaps:
-            a, b = int(u[i]), int(u[j])
-            u[i], u[j] = b, a
-            for k, x, y in ((i, a, b), (j, b, a)):  # destination k moves from index x to y
-                leaf = int(edge[k])
-                own[leaf, x, role[k]] -= 1
-                own[leaf, y, role[k]] += 1
-                for kind in (0, 1):
-                    if kind == 0 or is_ca[k]:
-                        mine[kind, leaf, x] -= 1
-                        mine[kind, leaf, y] += 1
-        for leaf in {int(edge[k]) for pair in swaps for k in pair}:
-            load[leaf] = total - own[leaf] + ex[leaf]
     return u
+
+
+def _swap(u, role, edge, is_ca, swaps, own, mine) -> None:
+    """Exchange the indices of each pair, keeping the counts `own` and `mine` right."""
+    for i, j in swaps:
+        a, b = int(u[i]), int(u[j])
+        u[i], u[j] = b, a
+        for k, x, y in ((i, a, b), (j, b, a)):  # destination k moves from index x to y
+            leaf = int(edge[k])
+            own[leaf, x, role[k]] -= 1
+            own[leaf, y, role[k]] += 1
+            for kind in (0, 1):
+                if kind == 0 or is_ca[k]:
+                    mine[kind, leaf, x] -= 1
+                    mine[kind, leaf, y] += 1
 
 
 def _partner(u, role, edge, is_ca, movable, e, hi, r, load, tot, bound_r, bound, mine, cap) -> tuple[int, int] | None:
@@ -209,8 +233,6 @@ def _assign(u, role, edge, is_ca, movable, leaves, indices, extra, seconds: floa
                 d = np.flatnonzero(here & (role == r))
                 row([N(r, i)] + [x(k, i) for k in d], [1] + [-1] * len(d), -np.inf, -(-sent_r[r] // m) - ex[i, r])
             d = np.flatnonzero(here)
-            row([N(r, i) for r in range(roles)] + [x(k, i) for k in d], [1] * roles + [-1] * len(d), -np.inf,
-                -(-int(sent_r.sum()) // m) - ex[i].sum())
             dc = np.flatnonzero(here & is_ca)
             row([N(r, i) for r in ca_roles] + [x(k, i) for k in dc], [1] * len(ca_roles) + [-1] * len(dc), -np.inf,
                 -(-sent_ca // m))
