@@ -5,12 +5,15 @@ imbalance on single-link groups — blind to the per-switch check — is caught 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 
 from hypothesis import HealthCheck, given, settings
+from typer.testing import CliRunner
 
 from loom.checks import Walk, check_balance
+from loom.cli import app
 from loom.expand import expand
 from loom.model import load_model
 from loom.model.schema import Model
@@ -21,6 +24,7 @@ from loom.routing import route
 from tests.faults import zone_rows
 from tests.test_as_built import degraded_trees
 
+runner = CliRunner()
 SWITCH = re.compile(r"^Switch \d+ \"([^\"]+)\"")
 HCA = re.compile(r"^Hca \d+ \"([^\"]+)\"")
 LINK = re.compile(r"^\[(\d+)\] \"([^\"]+)\"\[(\d+)\]")
@@ -107,14 +111,10 @@ def test_into_figures_equal_an_independent_count(data):
     assert mine == independent_counts(lfts_dump(t), ibsim_net(fabric))
 
 
-def test_planted_core_link_imbalance_is_caught_and_named():
-    """Spines of the other pods send a few more destinations of pod 0 to one core: its single link
-    into pod 0 carries twice its share.  Judged switch by switch, that core's link is a group of
-    one and "at its bound"; judged against the other links into pod 0 it is over, and named."""
-    t = route(expand(load_model("topology/fat-tree-3.yaml")))[0]
+def plant_core_link_imbalance(t):
+    """Spines of the other pods send as many more destinations of pod 0 to one core as its link
+    into pod 0 carries: that link carries twice its share.  Returns (tables, the link's name)."""
     sn, lft = t.subnet, t.lft
-    before = check_balance(Walk(t))
-    assert before.within_bound and before.into_within_bound, before.worst
     core = zone_rows(sn, sn.switch(0).zone, "core")[0]
     ports = [p for p in range(1, sn.max_port + 1) if sn.peer_kind[core, p] and sn.switch(int(sn.peer_dev[core, p])).pod == 0]
     port, spine = ports[0], int(sn.peer_dev[core, ports[0]])
@@ -133,7 +133,27 @@ def test_planted_core_link_imbalance_is_caught_and_named():
                 changes.update({(s, d): link[0] for d in moved})
     changes.update({(core, d): port for d in moved})
     assert up and changes
-    planted = check_balance(Walk(t.with_entries(changes)))
-    assert not planted.into_within_bound
-    name = f"{sn.name(core)} port {port} -> {sn.name(spine)} (core_down)"
-    assert any(w.startswith(name) for w in planted.worst), planted.worst
+    return t.with_entries(changes), f"{sn.name(core)} port {port} -> {sn.name(spine)} (core_down)"
+
+
+def test_planted_core_link_imbalance_is_caught_and_named(tmp_path):
+    """Judged switch by switch, a core's one link into a pod is a group of one and "at its
+    bound"; judged against the other links into the pod, the planted one is over: `loom check`
+    exits 1 and names it."""
+    t = route(expand(load_model("topology/fat-tree-3.yaml")))[0]
+    before = check_balance(Walk(t))
+    assert before.within_bound and before.into_within_bound and before.intact, before.worst
+    planted, name = plant_core_link_imbalance(t)
+    b = check_balance(Walk(planted))
+    assert not b.into_within_bound and b.intact
+    assert any(w.startswith(name) for w in b.worst), b.worst
+    dump = tmp_path / "lfts.dump"
+    dump.write_text(lfts_dump(planted))
+    args = ["check", "topology/fat-tree-3.yaml", "--lfts", str(dump), "--ebb-samples", "0"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    assert not report["ok"] and report["balance"]["levels"]["core_down"]["into"]["over_bound"] >= 1
+    assert any(w.startswith(name) for w in report["balance"]["worst"])
+    dump.write_text(lfts_dump(t))
+    assert runner.invoke(app, [*args, "--json"]).exit_code == 0  # the engine's own tables pass
