@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loom.routing.loads import distinct_rows, min_max_load
+from loom.routing.loads import counting_bound, distinct_rows, min_max_load
 from loom.routing.updown import UpDown
 
 #: the level of a link by its parent's role (its child's subtree: a leaf, a pod)
@@ -102,20 +102,26 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
         can[:, ~can.any(axis=0)] = True
         patterns, pattern = distinct_rows(can.T)
         d_roles = roles[lids[dest]]
-        counts = np.bincount(pattern, minlength=len(patterns))
-        bound = min_max_load(patterns, counts)
         on = used[rows][:, dest] & (lft[rows][:, lids[dest]] == ports[:, None])  # [link, destination]
-        per_role = {}
-        for k in np.unique(d_roles):
-            sel = d_roles == k
+
+        def least(sel, others=None, total=None):
+            """`min_max_load` of the selected destinations; no flow where the loads as routed
+            already meet the quick counting bound (nothing can do better)."""
             mine_c = np.bincount(pattern[sel], minlength=len(patterns))
-            per_role[names[k]] = (on[:, sel].sum(axis=1), min_max_load(patterns, mine_c, counts - mine_c, bound))
+            quick = counting_bound(patterns, mine_c)
+            if on[:, sel].sum(axis=1).max(initial=0) <= quick and on[:, sel].sum(axis=0).max(initial=0) <= 1:
+                return quick
+            return min_max_load(patterns, mine_c, None if others is None else others - mine_c, total)
+
+        everything = np.ones(len(dest), bool)
+        bound = least(everything)
+        counts = np.bincount(pattern, minlength=len(patterns))
+        per_role = {names[k]: (on[:, d_roles == k].sum(axis=1), least(d_roles == k, counts, bound)) for k in np.unique(d_roles)}
         ca = is_ca[dest]
         local = (ud.zone[zone_of[lids[dest]]] == ud.zone[rows[0]]).all()
         paths_bound = None
         if local and ca.any():
-            outside = live_cas - int(ca.sum())
-            paths_bound = min_max_load(patterns, np.bincount(pattern[ca], minlength=len(patterns))) * outside
+            paths_bound = least(ca) * (live_cas - int(ca.sum()))
         loads = on.sum(axis=1)
         for i in range(len(rows)):
             out.append(IntoLink(INTO_LEVELS[sn.switch(int(rows[i])).role], int(rows[i]), int(ports[i]),

@@ -66,6 +66,7 @@ def _swaps(u, role, edge, is_ca, movable, leaves, indices, extra) -> np.ndarray:
     np.add.at(mine[1], (edge[is_ca], u[is_ca]), 1)
     cap = -(-mine.sum(axis=2) // indices)
     ca_roles = set(np.unique(role[is_ca]).tolist())
+    ca_roles = set(np.unique(role[is_ca]).tolist())
     for _ in range(3):  # rounds over what is over; another only while one made progress
         tot = load.sum(axis=2)
         # CA roles only: a switch LID carries no CA-to-CA paths, and the crowding of switch LIDs
@@ -79,6 +80,8 @@ def _swaps(u, role, edge, is_ca, movable, leaves, indices, extra) -> np.ndarray:
             if load[e, hi, r] <= bound_r[e, r] and tot[e, hi] <= bound[e]:
                 continue
             pair = _partner(u, role, edge, is_ca, movable, e, hi, r, load, tot, bound_r, bound, mine, cap)
+            if pair is None and (r not in ca_roles or load[e, hi, r] <= bound_r[e, r]):
+                continue  # trading roles keeps totals; a switch LID's crowding is the extras' (routed apart)
             swaps = [pair] if pair is not None else _roles_traded(u, role, edge, is_ca, movable, e, hi, r, load, bound_r)
             if swaps:
                 moved = True
@@ -132,18 +135,22 @@ def _roles_traded(u, role, edge, is_ca, movable, e, hi, r, load, bound_r) -> lis
     role r at x swap indices (e holds one more of r at hi: its load of r there falls); on another
     leaf f the reverse, so the global counts per role and index stay, and every leaf keeps as many
     destinations (and CAs) per index as it had."""
+    here = np.flatnonzero(movable & (edge == e))  # e's own: a few, where most searches end
+    c_all = None
     for x in np.flatnonzero(load[e, :, r] < bound_r[e, r]):
         for r2 in np.flatnonzero(load[e, hi] < bound_r[e]):
             if r2 == r:
                 continue
             for ca in (True, False):
-                pick = movable & (is_ca == ca)
-                a = np.flatnonzero(pick & (edge == e) & (role == r2) & (u == hi))
-                b = np.flatnonzero(pick & (edge == e) & (role == r) & (u == x))
+                mine = here[is_ca[here] == ca]
+                a = mine[(role[mine] == r2) & (u[mine] == hi)]
+                b = mine[(role[mine] == r) & (u[mine] == x)]
                 if not len(a) or not len(b):
                     continue
-                c = np.flatnonzero(pick & (edge != e) & (role == r) & (u == hi))
-                d_leaves = np.flatnonzero(pick & (edge != e) & (role == r2) & (u == x))
+                if c_all is None:
+                    c_all = np.flatnonzero(movable & (edge != e) & (role == r) & (u == hi))
+                c = c_all[is_ca[c_all] == ca]
+                d_leaves = np.flatnonzero(movable & (is_ca == ca) & (edge != e) & (role == r2) & (u == x))
                 f = np.intersect1d(edge[c], edge[d_leaves])
                 f = f[(load[f, hi, r] < bound_r[f, r]) & (load[f, x, r2] < bound_r[f, r2])]
                 if not len(f):
