@@ -46,7 +46,8 @@ from bench.figures import Figures  # noqa: E402
 
 MODELS = [ROOT / "bench/models/ff2-one-zone.yaml", ROOT / "topology/fire-flyer-2.yaml", ROOT / "bench/models/ft3-large.yaml",
           ROOT / "bench/models/oversubscribed-2to1.yaml", ROOT / "bench/models/odd-11x7.yaml",
-          ROOT / "bench/models/partly-populated.yaml", ROOT / "bench/models/degraded-zone.yaml"]
+          ROOT / "bench/models/partly-populated.yaml", ROOT / "bench/models/degraded-zone.yaml",
+          ROOT / "bench/models/ft3-parallel-core.yaml"]
 ENGINES = ("ftree", "updn", "dfsssp")
 #: (model, run OpenSM beside it): the scale fabrics of issue 24.  OpenSM runs on the mid-size one
 #: only: at the LID limit ibsim alone would need tens of GB.

@@ -148,13 +148,15 @@ def _subtree(sn, child: int) -> tuple:
 
 
 def level_figures(links: list[IntoLink]) -> dict[str, dict]:
-    """Per level: links judged, max destinations and their worst bound, max paths and the
-    largest paths bound, links over a bound."""
+    """Per level: links, max destinations and their worst bound, max paths (all links; and on
+    the links judged, beside the largest paths bound), links over a bound."""
     out = {}
     for level in dict.fromkeys(x.level for x in links):
         mine = [x for x in links if x.level == level]
-        judged = [x.paths_bound for x in mine if x.paths_bound is not None]
+        judged = [x for x in mine if x.paths_bound is not None]
         out[level] = {"links": len(mine), "max": max(x.dests for x in mine), "bound": max(x.bound for x in mine),
-                      "max_paths": max(x.paths for x in mine), "paths_bound": max(judged) if judged else None,
+                      "max_paths": max(x.paths for x in mine),
+                      "max_judged_paths": max((x.paths for x in judged), default=None),
+                      "paths_bound": max((x.paths_bound for x in judged), default=None),
                       "over_bound": sum(x.over for x in mine), "over_destination_bound": sum(x.over_dests for x in mine)}
     return out

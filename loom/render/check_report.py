@@ -138,10 +138,12 @@ def print_check(out: Console, name: str, p: dict) -> None:
                       f"{f['max_paths']:>14}")
     into = {level: f["into"] for level, f in b["levels"].items() if "into" in f}
     if into:
-        out.print("    links into a leaf or pod, against each other (CA-to-CA paths max / bound, destinations max / bound): "
+        out.print("    links into a leaf or pod, against each other (CA-to-CA paths max / bound where judged, destinations "
+                  "max / bound): "
                   + ("" if b["into_within_bound"] else "[red]over[/red] " if b["intact"] else
                      "[yellow]over (reported only: the fabric is degraded)[/yellow] ")
-                  + "; ".join(f"{level} {f['max_paths']}/{f['paths_bound'] if f['paths_bound'] is not None else '-'}, "
+                  + "; ".join(f"{level} {f['max_judged_paths'] if f['paths_bound'] is not None else '-'}/"
+                              f"{f['paths_bound'] if f['paths_bound'] is not None else '-'}, "
                               f"{f['max']}/{f['bound']}" + (f", {f['over_bound']} links over" if f["over_bound"] else "")
                               for level, f in into.items()), highlight=False)
     out.print(f"    leaf up-ports: max {b['max_dest_per_up_port']} destinations, as-built bound {b['lower_bound']}, "
