@@ -49,7 +49,7 @@ from loom.model.schema import FatTree2, FatTree3
 
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft
-from .cover import cover, trades
+from .cover import cover, even_out, trades
 from .subnet import TO_SWITCH, Subnet
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
@@ -124,102 +124,6 @@ def _per_role_round_robin(lids: np.ndarray, role: np.ndarray, n: int) -> np.ndar
         sel = sel[np.argsort(lids[sel], kind="stable")]
         out[sel] = (np.arange(len(sel)) + int(r) * n // len(ROLE_ORDER)) % n
     return out
-
-
-def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switch: np.ndarray,
-             kept: np.ndarray, home: np.ndarray) -> np.ndarray:
-    """Move as few destinations as possible so that every index carries at most
-    ceil(count / n) destinations, per role and in total.  Who gives way: destinations without a
-    kept (hinted) choice first, then channel adapters by descending LID (a node added at the end
-    is the one that moves), switch LIDs last — but first one that can go to an index no other
-    destination of its home leaf uses (each index is one spine link down into that leaf); where
-    it goes: the least used such index."""
-    u = u.copy()
-    used = np.zeros((int(home.max()) + 1 if len(home) else 1, n), np.int64)
-    np.add.at(used, (home, u), 1)
-    nroles = int(role.max()) + 1 if len(role) else 1
-    cnt = np.zeros((nroles, n), np.int64)
-    np.add.at(cnt, (role, u), 1)
-    bound_r = -(-cnt.sum(axis=1) // n)
-    bound = -(-len(u) // n)
-    by_lid = np.lexsort((-lids, is_switch, kept))
-    for _ in range(len(u)):
-        tot = cnt.sum(axis=0)
-        over = np.argwhere(cnt > bound_r[:, None])
-        if len(over):
-            r, c = (int(x) for x in over[0])
-            targets = np.flatnonzero(cnt[r] < bound_r[r])
-        else:
-            hot = np.flatnonzero(tot > bound)
-            if not len(hot):
-                break
-            c = int(hot[0])
-            room = {int(r): np.flatnonzero((cnt[r] < bound_r[r]) & (tot < bound)) for r in np.flatnonzero(cnt[:, c])}
-            first = next((i for i in by_lid if u[i] == c and len(room[int(role[i])])), None)
-            if first is None:
-                break
-            r, targets = int(role[first]), room[int(role[first])]
-        if not len(targets):
-            break
-        ranked = targets[np.argsort(tot[targets], kind="stable")]
-        movers = [i for i in by_lid if u[i] == c and role[i] == r]
-        i, tgt = next(((i, int(t)) for i in movers for t in ranked if not used[home[i], t]), (movers[0], int(ranked[0])))
-        u[i] = tgt
-        cnt[r, c] -= 1
-        cnt[r, tgt] += 1
-        used[home[i], c] -= 1
-        used[home[i], tgt] += 1
-    return _unshare(u, n, role, home, ~is_switch, by_lid, (cnt, bound_r, bound))
-
-
-def _unshare(u: np.ndarray, n: int, role: np.ndarray, home: np.ndarray, is_ca: np.ndarray, by_lid: np.ndarray,
-             counts: tuple[np.ndarray, np.ndarray, int]) -> np.ndarray:
-    """Where more destinations of one leaf share an index than the leaf's fair share
-    ceil(its destinations / indices) (one spine link into that leaf carries them all) — counted
-    twice: over all its destinations, and over its channel adapters alone (a leaf's own LID must
-    not take a CA's place: CA-to-CA paths into the leaf are counted per CA) — swap one's index
-    with a destination of the same role elsewhere whose leaf has room at the other index: counts
-    per role and per index stay as they are.  With no partner, a move to an index where its role
-    and the total are under their bounds (`counts`: per role and index, the bounds) does."""
-    cnt, bound_r, bound = counts
-    homes = int(home.max(initial=0)) + 1
-    used = np.zeros((2, homes, n), np.int64)  # [all / CAs only, home, index]
-    np.add.at(used[0], (home, u), 1)
-    np.add.at(used[1], (home[is_ca], u[is_ca]), 1)
-    cap = -(-used.sum(axis=2) // n)
-    kinds = np.stack([np.ones_like(is_ca), is_ca])  # [kind, destination]: counted in that kind
-    order = np.empty(len(u), np.int64)
-    order[by_lid] = np.arange(len(u))
-    for i in by_lid:
-        a, h = u[i], home[i]
-        if not any(kinds[k, i] and used[k, h, a] > cap[k, h] for k in (0, 1)):
-            continue
-        ok = (role == role[i]) & (u != a) & (home != h)
-        for k in (0, 1):  # neither leaf may go over a fair share by the swap
-            if kinds[k, i]:
-                ok &= used[k, h, u] < cap[k, h]
-            ok &= ~kinds[k] | (used[k, home, a] < cap[k, home])
-        if not ok.any():
-            room = (cnt[role[i]] < bound_r[role[i]]) & (cnt.sum(axis=0) < bound)
-            for k in (0, 1):
-                room &= ~kinds[k, i] | (used[k, h] < cap[k, h])
-            if room.any():
-                b = int(np.flatnonzero(room)[0])
-                u[i] = b
-                cnt[role[i], a] -= 1
-                cnt[role[i], b] += 1
-                used[:, h, a] -= kinds[:, i]
-                used[:, h, b] += kinds[:, i]
-            continue
-        j = int(np.flatnonzero(ok)[np.argmin(order[ok])])
-        b = u[j]
-        u[i], u[j] = b, a
-        for k in (0, 1):
-            used[k, h, a] -= kinds[k, i]
-            used[k, h, b] += kinds[k, i]
-            used[k, home[j], b] -= kinds[k, j]
-            used[k, home[j], a] += kinds[k, j]
-    return u
 
 
 def _hinted_up(sn: Subnet, z: Zone, hint: Tables | None) -> dict[int, int]:
