@@ -74,18 +74,19 @@ def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switc
         cnt[r, tgt] += 1
         used[home[i], c] -= 1
         used[home[i], tgt] += 1
-    return _unshare(u, n, role, home, ~is_switch, by_lid, (cnt, bound_r, bound))
+    return _unshare(u, n, role, home, ~is_switch, by_lid[~kept[by_lid]], (cnt, bound_r, bound), ~kept)
 
 
 def _unshare(u: np.ndarray, n: int, role: np.ndarray, home: np.ndarray, is_ca: np.ndarray, by_lid: np.ndarray,
-             counts: tuple[np.ndarray, np.ndarray, int]) -> np.ndarray:
+             counts: tuple[np.ndarray, np.ndarray, int], free: np.ndarray) -> np.ndarray:
     """Where more destinations of one leaf share an index than the leaf's fair share
     ceil(its destinations / indices) (one spine link into that leaf carries them all) — counted
     twice: over all its destinations, and over its channel adapters alone (a leaf's own LID must
     not take a CA's place: CA-to-CA paths into the leaf are counted per CA) — swap one's index
     with a destination of the same role elsewhere whose leaf has room at the other index: counts
     per role and per index stay as they are.  With no partner, a move to an index where its role
-    and the total are under their bounds (`counts`: per role and index, the bounds) does."""
+    and the total are under their bounds (`counts`: per role and index, the bounds) does.  Only
+    `free` destinations (not kept from a hint) move: the tables in force stay where they can."""
     cnt, bound_r, bound = counts
     homes = int(home.max(initial=0)) + 1
     used = np.zeros((2, homes, n), np.int64)  # [all / CAs only, home, index]
@@ -93,13 +94,13 @@ def _unshare(u: np.ndarray, n: int, role: np.ndarray, home: np.ndarray, is_ca: n
     np.add.at(used[1], (home[is_ca], u[is_ca]), 1)
     cap = -(-used.sum(axis=2) // n)
     kinds = np.stack([np.ones_like(is_ca), is_ca])  # [kind, destination]: counted in that kind
-    order = np.empty(len(u), np.int64)
-    order[by_lid] = np.arange(len(u))
+    order = np.full(len(u), len(u), np.int64)
+    order[by_lid] = np.arange(len(by_lid))
     for i in by_lid:
         a, h = u[i], home[i]
         if not any(kinds[k, i] and used[k, h, a] > cap[k, h] for k in (0, 1)):
             continue
-        ok = (role == role[i]) & (u != a) & (home != h)
+        ok = free & (role == role[i]) & (u != a) & (home != h)
         for k in (0, 1):  # neither leaf may go over a fair share by the swap
             if kinds[k, i]:
                 ok &= used[k, h, u] < cap[k, h]
@@ -363,7 +364,7 @@ def _assign(u, role, edge, is_ca, movable, leaves, indices, extra, seconds: floa
 
 
 
-def trades(index, role, is_ca, key, sends, near, indices, klass, same, extra) -> list[tuple[int, int, int]]:
+def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, extra) -> list[tuple[int, int, int]]:
     """Per-role balance of each switch's up-ports where one index per destination cannot give it.
     Switch k sends up index i the destinations `sends[k]` with that index; it may send two of
     them that share a `key` (a leaf e: its links in; a pod: the core links into it), of different
@@ -373,7 +374,8 @@ def trades(index, role, is_ca, key, sends, near, indices, klass, same, extra) ->
     CAs stay as they were.  Only destinations `near[k]` trade (for a leaf: its own pod's, so the
     core links into other pods are untouched), and only between indices of one `klass` (the
     parallel link the switch above takes down is chosen by the destination's own index: a trade
-    across classes would land on a link other than the partner's).  First, where it can, one
+    across classes would land on a link other than the partner's).  Kept (hinted) choices never
+    move: with the tables in force as the hint, their trades come back with them.  First, where it can, one
     destination alone moves to an index of the same `same` (a parallel link to the same switch
     above: the links further down do not change at all).  Returns (switch, destination, new
     index)."""
@@ -388,10 +390,10 @@ def trades(index, role, is_ca, key, sends, near, indices, klass, same, extra) ->
     out, taken = [], set()
     for k, hi, r in np.argwhere(load > bound_r[:, None, :]):
         k, hi, r = int(k), int(hi), int(r)
-        pool = sends[k] & near[k]
+        pool = sends[k] & near[k] & movable
         while load[k, hi, r] > bound_r[k, r]:
             room = np.flatnonzero((same == same[hi]) & (load[k, :, r] < bound_r[k, r]) & (load[k].sum(axis=1) < bound[k]))
-            alone = [int(i) for i in np.flatnonzero(sends[k] & (role == r) & (index == hi)) if (k, int(i)) not in taken]
+            alone = [int(i) for i in np.flatnonzero(sends[k] & movable & (role == r) & (index == hi)) if (k, int(i)) not in taken]
             if len(room) and alone:
                 out.append((k, alone[0], int(room[0])))
                 taken.add((k, alone[0]))

@@ -349,7 +349,8 @@ class FatTreeEngine:
         is_switch = sn.lid_switch[att_lid] >= 0
         u = even_out(u, role, att_lid, z.U, is_switch, keep >= 0, att_edge)
         extra, spine_extra = self._switch_lids_up(sn, z, lft)
-        u = cover(u, role, att_edge, ~is_switch, ~((keep >= 0) & (u == keep)), len(z.leaves), z.U, extra)
+        movable = ~((keep >= 0) & (u == keep))
+        u = cover(u, role, att_edge, ~is_switch, movable, len(z.leaves), z.U, extra)
         kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
         cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]
@@ -368,7 +369,7 @@ class FatTreeEngine:
         leaf_pod = z.leaf_pod(np.arange(len(z.leaves)))
         sends = att_edge[None, :] != np.arange(len(z.leaves))[:, None]
         near = leaf_pod[att_edge][None, :] == leaf_pod[:, None]
-        for a, i, index in trades(u, role, ~is_switch, att_edge, sends, near, z.U, np.arange(z.U) // z.S, np.arange(z.U) % z.S,
+        for a, i, index in trades(u, role, ~is_switch, movable, att_edge, sends, near, z.U, np.arange(z.U) // z.S, np.arange(z.U) % z.S,
                                   extra):
             lft[z.leaves[a], att_lid[i]] = z.down + 1 + index
         # spines: down to the destination's leaf (own pod), else up to the core chosen by v(d)
@@ -392,7 +393,7 @@ class FatTreeEngine:
             spines = [(p, s) for p in range(z.spec.pods) for s in range(z.S)]
             sends = np.array([(pos == s) & (pod != p) for p, s in spines])
             ups = np.arange(z.spec.spine_up)
-            for k, i, index in trades(v, role, ~is_switch, pod, sends, sends, z.spec.spine_up, ups, ups % z.G,
+            for k, i, index in trades(v, role, ~is_switch, movable, pod, sends, sends, z.spec.spine_up, ups, ups % z.G,
                                       np.array([spine_extra[s, p] for p, s in spines])):
                 lft[z.spine(*spines[k]), att_lid[i]] = z.spine_down + 1 + index
         if not cabled.all():
