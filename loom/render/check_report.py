@@ -49,12 +49,22 @@ def markdown(report: dict, planes: list[dict], bound_key: str) -> str:
         levels = p["balance"].get("levels") or {}
         if levels:
             lines += ["", f"### Plane {p['plane']}: balance per level", ""]
-            lines += _table(["level", "groups", "max dest/port", "over as-built bound", "over design bound", "max paths/port"],
-                            [[name, v["groups"], v["max"], v["over_bound"], v["over_design_bound"], v["max_paths"]]
-                             for name, v in levels.items()])
+            lines += _table(["level", "groups", "max dest/port", "over as-built bound", "over design bound", "max paths/port",
+                             "links into a leaf or pod: max paths / bound, over"],
+                            [[name, v.get("groups", "-"), v.get("max", "-"), v.get("over_bound", "-"), v.get("over_design_bound", "-"),
+                              v.get("max_paths", "-"), _into(v.get("into"))] for name, v in levels.items()])
         for w in p.get("warnings", []):
             lines.append(f"- warning: {w}")
     return "\n".join(lines) + "\n"
+
+
+def _into(f: dict | None) -> str:
+    """A level's into-subtree figures in one cell (`loom.checks.subtrees.level_figures`)."""
+    if not f:
+        return "-"
+    if f["paths_bound"] is None:
+        return "not judged"
+    return f"{f['max_judged_paths']} / {f['paths_bound']}, {f['over_bound']}"
 
 
 def ebb_text(p: dict) -> str:
