@@ -70,8 +70,8 @@ def figures(t) -> dict:
         "ebb": sum(ebb.values()) / len(ebb),
         "deadlock_free": check_deadlock(walk, "ca").deadlock_free,
         "unreachable": check_reachability(walk).unreachable_pairs,
-        "levels": {level: (f["max_paths"], f["max"], f.get("into", {}).get("paths_bound")) for level, f in b.levels.items()
-                   if "max_paths" in f},
+        "levels": {level: (f["max_paths"], f["max"], f.get("into", {}).get("paths_bound"), f.get("into", {}).get("max_judged_paths"))
+                   for level, f in b.levels.items() if "max_paths" in f},
     }
 
 
@@ -179,28 +179,29 @@ def scale(console: Console, report: Figures) -> None:
 
 def level_table(bal: list[dict]) -> Table:
     """Per fabric and level: max CA-to-CA paths / max destinations on one port, Loom beside each
-    OpenSM engine, with the into-subtree paths bound of the down levels (issue 33); MISS where
-    Loom is over the bound or worse than the best engine that reaches every pair."""
+    OpenSM engine, with the into-subtree paths bound of the down levels (issue 33; judged on the
+    links into leaves and pods that receive no other zone's traffic: "max judged" beside it);
+    MISS where Loom is over the bound or worse than the best engine that reaches every pair."""
     t = Table(title="Per level: max CA-to-CA paths / max destinations on one port (bound: least max paths over the links "
               "into a leaf or pod)")
     engines = list(dict.fromkeys(r["engine"] for r in bal))
-    for col in ("fabric", "level", "paths bound", *engines):
+    for col in ("fabric", "level", "paths bound", "loom max judged", *engines):
         t.add_column(col, justify="left" if col in ("fabric", "level") else "right")
     for fabric in dict.fromkeys(r["fabric"] for r in bal):
         rows = {r["engine"]: r for r in bal if r["fabric"] == fabric}
         loom = rows.get("loom fattree")
         for level in loom["levels"] if loom else ():
-            bound = loom["levels"][level][2]
+            bound, judged = loom["levels"][level][2:4]
             best = min((r["levels"][level][0] for e, r in rows.items() if e != "loom fattree" and level in r["levels"]
                         and not r["unreachable"]), default=None)
             cells = []
             for e in engines:
                 fig = rows[e]["levels"].get(level) if e in rows else None
                 mark = ""
-                if e == "loom fattree" and fig and ((bound is not None and fig[0] > bound) or (best is not None and fig[0] > best)):
+                if e == "loom fattree" and fig and ((bound is not None and judged > bound) or (best is not None and fig[0] > best)):
                     mark = " MISS"
                 cells.append(f"{fig[0]} / {fig[1]}{mark}" if fig else "-")
-            t.add_row(fabric, level, "-" if bound is None else str(bound), *cells)
+            t.add_row(fabric, level, "-" if bound is None else str(bound), "-" if judged is None else str(judged), *cells)
     return t
 
 
