@@ -215,11 +215,7 @@ class FatTreeEngine:
         if hint is not None:
             for z in zones:
                 _keep_leaf_choices(sn, z, lft, hint, soft)
-        # who gives way in the per-switch repairs: switch LIDs (no CA-to-CA paths) first, then CAs,
-        # destinations whose hinted up-port was kept last
-        is_ca = np.zeros(sn.max_lid + 1, np.int64)
-        is_ca[sn.ca_lids] = 1
-        warnings = fit_to_fabric(sn, lft, roles, 1 + is_ca + 2 * kept.astype(np.int64), soft)
+        warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
         return Tables(sn, lft, self.name, tuple(warnings))
 
     def repair(self, sn: Subnet, tables: Tables) -> Tables:
