@@ -9,11 +9,13 @@ with the others into the same subtree (a leaf, for spine→leaf links; a pod, fo
   destinations can reach on the links as they stand (each destination enters over one link, on
   one whose child still reaches it going down: `loads.min_max_load`, a flow where the links'
   reach differs), in total and per role (with the total at its bound);
-- CA-to-CA paths (the verdict: `loom check` fails on a link over it): every channel adapter outside the subtree sends to each of its channel
-  adapters through one of those links, so with each destination entering over one link (what
+- CA-to-CA paths (the verdict: `loom check` fails on a link over it on an intact fabric): every
+  channel adapter outside the subtree sends to each of its channel adapters through one of
+  those links, so with each destination entering over one link (what
   ftree and Loom's fattree do: a destination's traffic stays in order on one path set) the least
   max is the CA-destination bound times the CAs outside.  A subtree that also receives traffic
-  for another zone (a border leaf) has uneven weights: its paths are reported, not judged.
+  for another zone (a border leaf), or any subtree of a zone with several border leaves (traffic
+  between other zones crosses its leaves), has uneven weights: its paths are reported, not judged.
 The figures are counted from the tables as they are (`loads.carried`, `balance.path_counts`), the
 bounds from the cabling alone.  Cost: O(switches × LIDs) for the counts, a small flow per
 subtree whose links reach different destinations.
@@ -87,6 +89,9 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
     live_cas = int(ud.live_lids[sn.ca_lids].sum())
     out = []
     member = {key: _members(sn, key) for key in subtrees}
+    # leaves with inter-zone links per zone: with several, traffic between other zones crosses
+    # this zone's leaves, and a link into a leaf carries paths to more than the leaf's own CAs
+    borders = np.bincount(ud.zone[np.flatnonzero(ud.cross_port.any(axis=1))], minlength=int(ud.zone.max(initial=0)) + 1)
     for key, mine in subtrees.items():
         mine = np.array(mine)
         if only is not None and not only[r[mine]].any():
@@ -118,7 +123,8 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
         counts = np.bincount(pattern, minlength=len(patterns))
         per_role = {names[k]: (on[:, d_roles == k].sum(axis=1), least(d_roles == k, counts, bound)) for k in np.unique(d_roles)}
         ca = is_ca[dest]
-        local = (ud.zone[zone_of[lids[dest]]] == ud.zone[rows[0]]).all()
+        zone = ud.zone[rows[0]]
+        local = (ud.zone[zone_of[lids[dest]]] == zone).all() and borders[zone] <= 1
         paths_bound = None
         if local and ca.any():
             paths_bound = least(ca) * (live_cas - int(ca.sum()))
