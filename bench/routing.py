@@ -46,7 +46,8 @@ from bench.figures import Figures  # noqa: E402
 
 MODELS = [ROOT / "bench/models/ff2-one-zone.yaml", ROOT / "topology/fire-flyer-2.yaml", ROOT / "bench/models/ft3-large.yaml",
           ROOT / "bench/models/oversubscribed-2to1.yaml", ROOT / "bench/models/odd-11x7.yaml",
-          ROOT / "bench/models/partly-populated.yaml", ROOT / "bench/models/degraded-zone.yaml"]
+          ROOT / "bench/models/partly-populated.yaml", ROOT / "bench/models/degraded-zone.yaml",
+          ROOT / "bench/models/ft3-parallel-core.yaml"]
 ENGINES = ("ftree", "updn", "dfsssp")
 #: (model, run OpenSM beside it): the scale fabrics of issue 24.  OpenSM runs on the mid-size one
 #: only: at the LID limit ibsim alone would need tens of GB.
@@ -69,6 +70,8 @@ def figures(t) -> dict:
         "ebb": sum(ebb.values()) / len(ebb),
         "deadlock_free": check_deadlock(walk, "ca").deadlock_free,
         "unreachable": check_reachability(walk).unreachable_pairs,
+        "levels": {level: (f["max_paths"], f["max"], f.get("into", {}).get("paths_bound"), f.get("into", {}).get("max_judged_paths"))
+                   for level, f in b.levels.items() if "max_paths" in f},
     }
 
 
@@ -174,6 +177,34 @@ def scale(console: Console, report: Figures) -> None:
     console.print(t)
 
 
+def level_table(bal: list[dict]) -> Table:
+    """Per fabric and level: max CA-to-CA paths / max destinations on one port, Loom beside each
+    OpenSM engine, with the into-subtree paths bound of the down levels (issue 33; judged on the
+    links into leaves and pods that receive no other zone's traffic: "max judged" beside it);
+    MISS where Loom is over the bound or worse than the best engine that reaches every pair."""
+    t = Table(title="Per level: max CA-to-CA paths / max destinations on one port (bound: least max paths over the links "
+              "into a leaf or pod)")
+    engines = list(dict.fromkeys(r["engine"] for r in bal))
+    for col in ("fabric", "level", "paths bound", "loom max judged", *engines):
+        t.add_column(col, justify="left" if col in ("fabric", "level") else "right")
+    for fabric in dict.fromkeys(r["fabric"] for r in bal):
+        rows = {r["engine"]: r for r in bal if r["fabric"] == fabric}
+        loom = rows.get("loom fattree")
+        for level in loom["levels"] if loom else ():
+            bound, judged = loom["levels"][level][2:4]
+            best = min((r["levels"][level][0] for e, r in rows.items() if e != "loom fattree" and level in r["levels"]
+                        and not r["unreachable"]), default=None)
+            cells = []
+            for e in engines:
+                fig = rows[e]["levels"].get(level) if e in rows else None
+                mark = ""
+                if e == "loom fattree" and fig and ((bound is not None and judged > bound) or (best is not None and fig[0] > best)):
+                    mark = " MISS"
+                cells.append(f"{fig[0]} / {fig[1]}{mark}" if fig else "-")
+            t.add_row(fabric, level, "-" if bound is None else str(bound), "-" if judged is None else str(judged), *cells)
+    return t
+
+
 def main(models: list[str]) -> int:
     if models[:1] == ["--loom-alone"]:
         print(json.dumps(loom_alone(Path(models[1]))))
@@ -217,6 +248,7 @@ def main(models: list[str]) -> int:
                   r["storage"], r["iz"],
                   f"{r['ebb']:.3f}", "yes" if r["deadlock_free"] else "NO", str(r["unreachable"]))
     console.print(b)
+    console.print(level_table(bal))
     report = Figures("routing")
     for r in rows:
         loom = r["loom_route"] + r["loom_check"]

@@ -109,6 +109,7 @@ def check(model: Path = MODEL_ARG, fmt: str = typer.Option("text", "--format", h
         cabling = {"isolation": check_planes(fabric), "rails": check_rails(fabric), **backend.check_extra(fabric)}
     bound_key = "design_within_bound" if design_bound else "within_bound"
     ok = all(p["reachable"] and p["deadlock_free"] and p["balance"][bound_key] and (p["qos"] is None or p["qos"]["ok"])
+             and (p["balance"].get("into_within_bound", True) or not p["balance"].get("intact"))
              for p in planes) and all(c is None or c["ok"] for c in cabling.values())
     report = {"fabric": fabric.name, "ok": ok, **cabling}
     report.update(planes[0] if len(planes) == 1 else {"planes": planes})

@@ -49,12 +49,22 @@ def markdown(report: dict, planes: list[dict], bound_key: str) -> str:
         levels = p["balance"].get("levels") or {}
         if levels:
             lines += ["", f"### Plane {p['plane']}: balance per level", ""]
-            lines += _table(["level", "groups", "max dest/port", "over as-built bound", "over design bound", "max paths/port"],
-                            [[name, v["groups"], v["max"], v["over_bound"], v["over_design_bound"], v["max_paths"]]
-                             for name, v in levels.items()])
+            lines += _table(["level", "groups", "max dest/port", "over as-built bound", "over design bound", "max paths/port",
+                             "links into a leaf or pod: max paths / bound, over"],
+                            [[name, v.get("groups", "-"), v.get("max", "-"), v.get("over_bound", "-"), v.get("over_design_bound", "-"),
+                              v.get("max_paths", "-"), _into(v.get("into"))] for name, v in levels.items()])
         for w in p.get("warnings", []):
             lines.append(f"- warning: {w}")
     return "\n".join(lines) + "\n"
+
+
+def _into(f: dict | None) -> str:
+    """A level's into-subtree figures in one cell (`loom.checks.subtrees.level_figures`)."""
+    if not f:
+        return "-"
+    if f["paths_bound"] is None:
+        return "not judged"
+    return f"{f['max_judged_paths']} / {f['paths_bound']}, {f['over_bound']}"
 
 
 def ebb_text(p: dict) -> str:
@@ -134,7 +144,19 @@ def print_check(out: Console, name: str, p: dict) -> None:
     out.print(f"  balance:        {verdict(b['within_bound'])}  {said}")
     out.print("    level        groups  max dest/port  over as-built  over design  max paths/port")
     for level, f in b["levels"].items():
-        out.print(f"    {level:<12} {f['groups']:>6}  {f['max']:>13}  {f['over_bound']:>13}  {f['over_design_bound']:>11}  {f['max_paths']:>14}")
+        if "groups" in f:
+            out.print(f"    {level:<12} {f['groups']:>6}  {f['max']:>13}  {f['over_bound']:>13}  {f['over_design_bound']:>11}  "
+                      f"{f['max_paths']:>14}")
+    into = {level: f["into"] for level, f in b["levels"].items() if "into" in f}
+    if into:
+        out.print("    links into a leaf or pod, against each other (CA-to-CA paths max / bound where judged, destinations "
+                  "max / bound): "
+                  + ("" if b["into_within_bound"] else "[red]over[/red] " if b["intact"] else
+                     "[yellow]over (reported only: the fabric is degraded)[/yellow] ")
+                  + "; ".join(f"{level} {f['max_judged_paths'] if f['paths_bound'] is not None else '-'}/"
+                              f"{f['paths_bound'] if f['paths_bound'] is not None else '-'}, "
+                              f"{f['max']}/{f['bound']}" + (f", {f['over_bound']} links over" if f["over_bound"] else "")
+                              for level, f in into.items()), highlight=False)
     out.print(f"    leaf up-ports: max {b['max_dest_per_up_port']} destinations, as-built bound {b['lower_bound']}, "
               f"design bound {b['design_bound']} (worst leaf), min {b['min_dest_per_up_port']}")
     for role, f in b["per_role"].items():

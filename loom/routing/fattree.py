@@ -49,6 +49,7 @@ from loom.model.schema import FatTree2, FatTree3
 
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft
+from .cover import cover, even_out, trades
 from .subnet import TO_SWITCH, Subnet
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
@@ -88,17 +89,21 @@ class Zone:
 def spread(order: np.ndarray, ports: int, role: np.ndarray, home: np.ndarray, klass: np.ndarray | None = None) -> np.ndarray:
     """Give each destination (visited in `order`) one of `ports` up-port indices.
 
-    Greedy, in priority order: the port least used so far by the destination's role (per-role
-    balance), then by destinations of the same home (leaf or pod: a home's own destinations
-    should cover distinct ports, since they are exactly what that home does not send up), then
-    of the same class (spine position, for the core choice), then overall.  O(n × ports).
+    Greedy: among the ports where the destination's home (a pod and spine position: the
+    destinations one core link into the pod carries; home 0 counts for nothing) is still under
+    its fair share ceil(its destinations / ports) — else all ports — in priority order: the
+    port least used so far by the destination's role (per-role balance), then by its home, then
+    by its class (spine position, for the core choice), then overall.  O(n × ports).
     """
     klass = np.zeros_like(role) if klass is None else klass
     counters = [np.zeros((int(a.max()) + 1, ports), np.int64) for a in (role, home, klass)]
+    share = -(-np.bincount(home) // ports)
+    share[0] = len(role)
     total = np.zeros(ports, np.int64)
     out = np.zeros(len(role), np.int64)
     for i in order:
-        cand = np.arange(ports)
+        cand = np.flatnonzero(counters[1][home[i]] < share[home[i]])
+        cand = cand if len(cand) else np.arange(ports)
         for counter, key in zip(counters, (role[i], home[i], klass[i])):
             vals = counter[key, cand]
             cand = cand[vals == vals.min()]
@@ -119,78 +124,6 @@ def _per_role_round_robin(lids: np.ndarray, role: np.ndarray, n: int) -> np.ndar
         sel = sel[np.argsort(lids[sel], kind="stable")]
         out[sel] = (np.arange(len(sel)) + int(r) * n // len(ROLE_ORDER)) % n
     return out
-
-
-def even_out(u: np.ndarray, role: np.ndarray, lids: np.ndarray, n: int, is_switch: np.ndarray,
-             kept: np.ndarray, home: np.ndarray) -> np.ndarray:
-    """Move as few destinations as possible so that every index carries at most
-    ceil(count / n) destinations, per role and in total.  Who gives way: destinations without a
-    kept (hinted) choice first, then channel adapters by descending LID (a node added at the end
-    is the one that moves), switch LIDs last — but first one that can go to an index no other
-    destination of its home leaf uses (each index is one spine link down into that leaf); where
-    it goes: the least used such index."""
-    u = u.copy()
-    used = np.zeros((int(home.max()) + 1 if len(home) else 1, n), np.int64)
-    np.add.at(used, (home, u), 1)
-    nroles = int(role.max()) + 1 if len(role) else 1
-    cnt = np.zeros((nroles, n), np.int64)
-    np.add.at(cnt, (role, u), 1)
-    bound_r = -(-cnt.sum(axis=1) // n)
-    bound = -(-len(u) // n)
-    by_lid = np.lexsort((-lids, is_switch, kept))
-    for _ in range(len(u)):
-        tot = cnt.sum(axis=0)
-        over = np.argwhere(cnt > bound_r[:, None])
-        if len(over):
-            r, c = (int(x) for x in over[0])
-            targets = np.flatnonzero(cnt[r] < bound_r[r])
-        else:
-            hot = np.flatnonzero(tot > bound)
-            if not len(hot):
-                break
-            c = int(hot[0])
-            room = {int(r): np.flatnonzero((cnt[r] < bound_r[r]) & (tot < bound)) for r in np.flatnonzero(cnt[:, c])}
-            first = next((i for i in by_lid if u[i] == c and len(room[int(role[i])])), None)
-            if first is None:
-                break
-            r, targets = int(role[first]), room[int(role[first])]
-        if not len(targets):
-            break
-        ranked = targets[np.argsort(tot[targets], kind="stable")]
-        movers = [i for i in by_lid if u[i] == c and role[i] == r]
-        i, tgt = next(((i, int(t)) for i in movers for t in ranked if not used[home[i], t]), (movers[0], int(ranked[0])))
-        u[i] = tgt
-        cnt[r, c] -= 1
-        cnt[r, tgt] += 1
-        used[home[i], c] -= 1
-        used[home[i], tgt] += 1
-    return _unshare(u, role, home, used, by_lid)
-
-
-def _unshare(u: np.ndarray, role: np.ndarray, home: np.ndarray, used: np.ndarray, by_lid: np.ndarray) -> np.ndarray:
-    """Where more destinations of one leaf share an index than the leaf's fair share
-    ceil(its destinations / indices) (one spine link into that leaf carries them all), swap one's
-    index with a destination of the same role elsewhere whose leaf has room at the other index:
-    counts per role and per index stay as they are."""
-    n = used.shape[1]
-    cap = -(-used.sum(axis=1) // n)
-    order = np.empty(len(u), np.int64)
-    order[by_lid] = np.arange(len(u))
-    for i in by_lid:
-        a, h = u[i], home[i]
-        if used[h, a] <= cap[h]:
-            continue
-        ok = (role == role[i]) & (u != a) & (home != h) & (used[h, u] < cap[h]) & (used[home, a] < cap[home])
-        if not ok.any():
-            continue
-        j = int(np.flatnonzero(ok)[np.argmin(order[ok])])
-        b = u[j]
-        u[i], u[j] = b, a
-        used[h, a] -= 1
-        used[h, b] += 1
-        used[home[j], b] -= 1
-        used[home[j], a] += 1
-    return u
 
 
 def _hinted_up(sn: Subnet, z: Zone, hint: Tables | None) -> dict[int, int]:
@@ -398,6 +331,7 @@ class FatTreeEngine:
         att_edge = edge_of[att_leaf]
         pod = z.leaf_pod(att_edge)
         role = roles[att_lid]
+        self._route_switch_lids(sn, z, lft, self._turn_leaf(z, remote))  # first: their loads are `cover`'s extras
         u = np.empty(len(att_lid), np.int64)
         # local destinations: by where they are cabled, rotated by the leaf's index
         slot = np.where(att_port[:n_local] == 0, z.down, att_port[:n_local] - 1)
@@ -408,7 +342,11 @@ class FatTreeEngine:
         u[far] = _per_role_round_robin(att_lid[far], role[far], z.U)
         keep = np.array([hinted.get(int(l), -1) for l in att_lid], dtype=np.int64)
         u = np.where(keep >= 0, keep, u)
-        u = even_out(u, role, att_lid, z.U, sn.lid_switch[att_lid] >= 0, keep >= 0, att_edge)
+        is_switch = sn.lid_switch[att_lid] >= 0
+        u = even_out(u, role, att_lid, z.U, is_switch, keep >= 0, att_edge)
+        extra, spine_extra = self._switch_lids_up(sn, z, lft)
+        movable = ~((keep >= 0) & (u == keep))
+        u = cover(u, role, att_edge, ~is_switch, movable, len(z.leaves), z.U, extra)
         kept[att_lid[(keep >= 0) & (u == keep)]] = True
         order = np.lexsort((att_lid, att_edge, role))
         cabled = sn.peer_kind[z.leaves][:, z.down + 1: z.down + 1 + z.U] == TO_SWITCH  # [leaf edge, u]
@@ -424,8 +362,21 @@ class FatTreeEngine:
         # leaves: up-port u(d), or down to the destination on this leaf
         lft[np.ix_(z.leaves, att_lid)] = (z.down + 1 + u)[None, :]
         lft[att_leaf, att_lid] = att_port
+        leaf_pod = z.leaf_pod(np.arange(len(z.leaves)))
+        sends = att_edge[None, :] != np.arange(len(z.leaves))[:, None]
+        near = leaf_pod[att_edge][None, :] == leaf_pod[:, None]
+        for a, i, index in trades(u, role, ~is_switch, movable, att_edge, sends, near, z.U, np.arange(z.U) // z.S, np.arange(z.U) % z.S,
+                                  extra):
+            lft[z.leaves[a], att_lid[i]] = z.down + 1 + index
         # spines: down to the destination's leaf (own pod), else up to the core chosen by v(d)
-        v = spread(order, z.spec.spine_up, role, pod, pos) if z.three else np.zeros(len(att_lid), np.int64)
+        # a core link into pod P carries the destinations of P at one spine position: spread each
+        # (pod, position) over the cores (and their parallel links), each role within a position
+        v = spread(order, z.spec.spine_up, role * z.S + pos, np.where(is_switch, -1, pod * z.S + pos) + 1, pos) \
+            if z.three else np.zeros(len(att_lid), np.int64)
+        for s in range(z.S if z.three else 0):  # spines at one position: the pods are their "leaves"
+            at = np.flatnonzero(pos == s)
+            v[at] = cover(v[at], role[at], pod[at], ~is_switch[at], np.ones(len(at), bool), z.spec.pods, z.spec.spine_up,
+                          spine_extra[s])
         for p in range(z.spec.pods if z.three else 1):
             for s in range(z.S):
                 row = z.spine(p, s)
@@ -435,9 +386,39 @@ class FatTreeEngine:
                     lft[row, att_lid[~mine]] = z.spine_down + 1 + v[~mine]
         if z.three:
             lft[np.ix_(z.cores, att_lid)] = (1 + pod * z.clinks + v // z.G)[None, :]
-        self._route_switch_lids(sn, z, lft, self._turn_leaf(z, remote))
+            spines = [(p, s) for p in range(z.spec.pods) for s in range(z.S)]
+            sends = np.array([(pos == s) & (pod != p) for p, s in spines])
+            ups = np.arange(z.spec.spine_up)
+            for k, i, index in trades(v, role, ~is_switch, movable, pod, sends, sends, z.spec.spine_up, ups, ups % z.G,
+                                      np.array([spine_extra[s, p] for p, s in spines])):
+                lft[z.spine(*spines[k]), att_lid[i]] = z.spine_down + 1 + index
         if not cabled.all():
             self._detour(sn, z, lft, cabled)
+
+    @staticmethod
+    def _switch_lids_up(sn: Subnet, z: Zone, lft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What else `cover` must count: the spine and core LIDs (`_route_switch_lids`) each leaf
+        sends up each index [leaf edge, index, role], and for each spine position those each
+        spine sends up, of the ones its pod's leaves send to it [position, pod, index, role]."""
+        lids = sn.switch_lid[np.r_[z.spines, z.cores]].astype(np.int64)
+        sw = ROLE_ORDER["switch"]
+        up = lft[z.leaves][:, lids].astype(np.int64) - z.down - 1  # [leaf edge, lid]
+        ok = (up >= 0) & (up < z.U)
+        leaf = np.zeros((len(z.leaves), z.U, len(ROLE_ORDER)), np.int64)
+        rows = np.nonzero(ok)[0]
+        np.add.at(leaf, (rows, up[ok], sw), 1)
+        pods = z.spec.pods if z.three else 1
+        spine = np.zeros((z.S, pods, z.spec.spine_up if z.three else 1, len(ROLE_ORDER)), np.int64)
+        for p in range(pods if z.three else 0):
+            mine = z.leaf_pod(np.arange(len(z.leaves))) == p
+            sent = np.zeros((z.S, len(lids)), bool)  # a leaf of the pod sends the LID to that position
+            e, j = np.nonzero(ok & mine[:, None])
+            sent[up[e, j] % z.S, j] = True
+            for s in range(z.S):
+                vv = lft[z.spine(p, s), lids].astype(np.int64) - z.spine_down - 1
+                go = sent[s] & (vv >= 0) & (vv < z.spec.spine_up)
+                np.add.at(spine[s, p], (vv[go], sw), 1)
+        return leaf, spine
 
     @staticmethod
     def _avoid_missing(z: Zone, cabled: np.ndarray, att_edge: np.ndarray, u: np.ndarray) -> np.ndarray:
