@@ -42,7 +42,8 @@ def cli_reference(group) -> str:
              "Generated from the code by `loom docs`; a test fails when it is stale.", "",
              "Exit codes, everywhere: **0** success (no findings, no changes), **1** findings (a check fails, "
              "a regression, an invalid model, differences found), **2** usage or environment error "
-             "(a bad flag, a missing file, nothing running to talk to). `loom plan` follows Terraform: "
+             "(a bad flag, a missing file); each command's help below gives its own (a simulated fabric that "
+             "is not running: 1 for `sim link`, `plan` and `apply`, 2 for `discover`). `loom plan` follows Terraform: "
              "0 no changes, 2 changes, 1 error.", "",
              "One grammar: every command that reports takes `--format text|json` (`--json` is an alias of "
              "`--format json`); `check` and `diff` also write `markdown` for a review. `--out` takes a FILE or "

@@ -128,8 +128,9 @@ class Daemons:
     def health(self) -> None:
         """Raise SimError naming the daemon that is down."""
         if self.fabric_down():
-            raise SimError(f"ibsim (the simulated fabric) is not running; see {self.dir / 'ibsim.log'}; "
-                           f"`loom sim up` restarts it")
+            log = self.dir / "ibsim.log"
+            raise SimError("ibsim (the simulated fabric) is not running" + (f"; see {log}" if log.exists() else "")
+                           + "; `loom sim up` starts it")
         if self.proc("opensm") is None:
             raise SimError(f"OpenSM is not running; see {self.log}; `loom sim up` restarts it")
 
