@@ -52,7 +52,7 @@ def test_a_failure_is_caught_and_written_out(tmp_path, monkeypatch):
         if kind == "hang":
             while True:
                 pass
-        return [bytearray(1 << 20) for _ in range(10_000)]  # ~10 GB
+        return [bytearray(1 << 30) for _ in range(10)]  # ~10 GB; over the 512 MB limit at once, however busy the machine
 
     monkeypatch.setattr(campaign, "run_pipeline", planted)
     report = campaign.run_campaign(6, seed=1, seconds=2, memory_mb=512, out_dir=tmp_path, only=[0, 2, 4, 6, 8, 10])
