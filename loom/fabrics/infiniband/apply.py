@@ -42,12 +42,13 @@ from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
 from .checked import check_plan, failing_checks
-from .design import design_files
+from .design import design_files, last_applied
 from .edited import edited_files
 from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
 from .pkeys import files as pkey_files, finish_files as pkey_finish, partitions_change, stale as pkeys_stale
 from .pkeys import verify as verify_pkeys
-from .plan import Routed, drifted, model_routing
+from .plan import Routed, drifted, model_routing, routing_key
+from .planned import inputs_digest, recalled
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
 from .qos_readback import digest, mismatches
 from .target import Target
@@ -124,7 +125,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
     live = tables_from_dump(t.subnet, live_text, "live")
-    routed = timed(phases, "route the model", _model_routing, plan, checked.fabric, t, d.dir, live)
+    routed = timed(phases, "route the model", _model_routing, plan, checked.fabric, t, d.dir, live, checked.design_lfts)
     edited = _edited(routed, t, checked.design_lfts)
     if edited and not from_edited:
         raise PlanError(f"the plan's tables differ from what its model routes on this fabric ({edited}): it was edited "
@@ -163,12 +164,19 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     return result
 
 
-def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Tables) -> Routed:
+def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Tables, design_lfts: str | None) -> Routed:
     """What the plan's model routes on the fabric the plan was made for (the cables down it
-    names), computed from the target's records as `loom plan` does (`model_routing`).  The
-    plan's own `tables` passed every check already: they need not be checked again."""
+    names), computed from the target's records as `loom plan` does (`model_routing`) — unless
+    `loom plan` recorded routing these very tables (and design tables `design_lfts`) from these
+    very inputs (`planned.py`): then they are the model's routing, not routed again.  The plan's
+    own `tables` passed every check already: they need not be checked again."""
     state = load_as_built(plan["model"])
     state = state.with_observed((plan.get("as_built") or {}).get("cables_down") or [])
+    key, design_key = routing_key(state.fabric), routing_key(state.design)
+    inputs = inputs_digest(state_dir, key, design_key, plan["live_sha256"])
+    if recalled(state_dir, inputs, digest_tables(tables), digest_live(design_lfts) if design_lfts is not None else None):
+        design = tables_from_dump(tables.subnet, design_lfts, "design") if design_lfts is not None else None
+        return Routed(tables, "as planned", [], key, design_key, design, last_applied(state_dir, state.fabric), None)
     qos = plan_qos(fabric.model)
 
     def failing(t: Tables) -> list[str]:
@@ -190,8 +198,9 @@ def edited_against_model(plan: dict) -> str | None:
         tables = tables_from_dump(sn, rows_text(plan["desired_lfts"], "the plan", "desired_lfts"), "plan")
         live = tables_from_dump(sn, rows_text(plan["previous_lfts"], "the plan", "previous_lfts"), "live")
         design = plan.get("design_lfts")
-        routed = _model_routing(plan, fabric, tables, check_state_dir(plan, "the plan", _marker(plan)), live)
-        return _edited(routed, tables, rows_text(design, "the plan", "design_lfts") if design is not None else None)
+        design = rows_text(design, "the plan", "design_lfts") if design is not None else None
+        routed = _model_routing(plan, fabric, tables, check_state_dir(plan, "the plan", _marker(plan)), live, design)
+        return _edited(routed, tables, design)
     except (PlanError, TargetError, OSError, KeyError, TypeError, ValueError):
         return None
 
