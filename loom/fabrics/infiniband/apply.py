@@ -16,6 +16,7 @@ QoS table whatever the switches hold, so drift made on a switch is repaired, not
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -285,17 +286,14 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
             raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")
         journal.mark("reloaded")
         progress("reading back and verifying")
-        if change.touched is not None:
-            back = timed(phases, "read back", read_blocks, d, change.subnet, blocks_of(change.touched))
-            wrong, live_sha = block_mismatch(change.tables, change.touched, back), digest_tables(change.tables)
-        else:
-            back = timed(phases, "read back", d.read_lfts, _expect(change.in_service))
-            wrong, live_sha = mismatch(back, change.lfts, _only(change.in_service)), digest_live(back)
+        if change.qos_intent is None:
+            wrong, live_sha = timed(phases, "read back", _read_back_lfts, d, change)
+            qos_back = None
+        else:  # the QoS read-back waits on the fabric for seconds: the forwarding tables are read meanwhile
+            (wrong, live_sha), qos_back = timed(phases, "read back LFTs + QoS at once", _read_back_both, d, change)
         if wrong:
             raise TargetError(f"read-back differs from the plan: {wrong}")
-        qos_back = None
-        if change.qos_intent is not None:
-            qos_back = timed(phases, "read back QoS", d.read_qos, change.subnet)
+        if qos_back is not None:
             bad = mismatches(qos_back, change.qos_intent)
             if bad:
                 raise TargetError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
@@ -320,6 +318,26 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
               "pkeys_removed": change.pkeys is not None and change.pkeys["partitions"] is None}
     texts = {**texts, **{f"previous_{k}": v for k, v in previous.items()}}
     return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases, texts)
+
+
+def _read_back_lfts(d: Target, change: Change) -> tuple[str | None, str]:
+    """How the forwarding tables read back differ from the change's (None: they do not), and
+    the digest of what is live now."""
+    if change.touched is not None:
+        back = read_blocks(d, change.subnet, blocks_of(change.touched))
+        return block_mismatch(change.tables, change.touched, back), digest_tables(change.tables)
+    back = d.read_lfts(_expect(change.in_service))
+    return mismatch(back, change.lfts, _only(change.in_service)), digest_live(back)
+
+
+def _read_back_both(d: Target, change: Change) -> tuple[tuple[str | None, str], dict]:
+    """The forwarding tables and the QoS tables read back at once (the QoS in a thread: its
+    readers are processes, so both keep the fabric busy); both finish before either's error
+    is raised, so a restore never runs beside a read-back."""
+    with ThreadPoolExecutor(1) as pool:  # leaving it waits for the QoS read-back, also on an error
+        qos = pool.submit(d.read_qos, change.subnet)
+        lfts = _read_back_lfts(d, change)
+        return lfts, qos.result()
 
 
 def _in_service(tables: Tables) -> list[int]:

@@ -74,15 +74,16 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     state = state_of(model_path, target)
     fabric = state.fabric
     sn = subnet(fabric, 0)
-    live_text = target.read_lfts(int(UpDown.of(sn).live.sum()))
-    live_sha = digest_live(live_text)
-    live = tables_from_dump(sn, live_text, "live")
     inputs = target.read_inputs()
     qos = plan_qos(fabric.model)
-    # the QoS read-back waits on the fabric (seconds of SMPs), routing and checks on the CPU: both at once
+    # the QoS read-back waits on the fabric (seconds of SMPs), reading the forwarding tables,
+    # routing and checks on it and on the CPU: all at once
     with ThreadPoolExecutor(1) as pool:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
         pkeys = pool.submit(plan_partitions, fabric, sn, target, inputs.get("partitions"))
+        live_text = target.read_lfts(int(UpDown.of(sn).live.sum()))
+        live_sha = digest_live(live_text)
+        live = tables_from_dump(sn, live_text, "live")
         inputs_before = inputs_digest(target.dir, routing_key(fabric), routing_key(state.design), live_sha)
         routed = model_routing(state, target.dir, live, lambda t: failing_checks(check_tables(t, ebb_samples=0, qos=qos)))
         tables, last = routed.tables, routed.last
