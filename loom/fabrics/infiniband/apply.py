@@ -127,7 +127,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
     live = tables_from_dump(t.subnet, live_text, "live")
     routed = timed(phases, "route the model", _model_routing, plan, checked.fabric, t, d.dir, live, checked.design_lfts)
-    edited = _edited(routed, t, checked.design_lfts)
+    edited = None if routed.made == AS_PLANNED else _edited(routed, t, checked.design_lfts)
     if edited and not from_edited:
         raise PlanError(f"the plan's tables differ from what its model routes on this fabric ({edited}): it was edited "
                         "after `loom plan` made it; nothing was applied — run `loom plan` again, or `loom apply "
@@ -165,6 +165,9 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     return result
 
 
+AS_PLANNED = "as planned"  # `Routed.made` of tables a plan recorded routing from the same inputs: not edited
+
+
 def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Tables, design_lfts: str | None) -> Routed:
     """What the plan's model routes on the fabric the plan was made for (the cables down it
     names), computed from the target's records as `loom plan` does (`model_routing`) — unless
@@ -177,7 +180,7 @@ def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Ta
     inputs = inputs_digest(state_dir, key, design_key, plan["live_sha256"])
     if recalled(state_dir, inputs, digest_tables(tables), digest_live(design_lfts) if design_lfts is not None else None):
         design = tables_from_dump(tables.subnet, design_lfts, "design") if design_lfts is not None else None
-        return Routed(tables, "as planned", [], key, design_key, design, last_applied(state_dir, state.fabric), None)
+        return Routed(tables, AS_PLANNED, [], key, design_key, design, last_applied(state_dir, state.fabric), None)
     qos = plan_qos(fabric.model)
 
     def failing(t: Tables) -> list[str]:
@@ -201,7 +204,7 @@ def edited_against_model(plan: dict) -> str | None:
         design = plan.get("design_lfts")
         design = rows_text(design, "the plan", "design_lfts") if design is not None else None
         routed = _model_routing(plan, fabric, tables, check_state_dir(plan, "the plan", _marker(plan)), live, design)
-        return _edited(routed, tables, design)
+        return None if routed.made == AS_PLANNED else _edited(routed, tables, design)
     except (PlanError, TargetError, OSError, KeyError, TypeError, ValueError):
         return None
 
