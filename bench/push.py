@@ -8,7 +8,9 @@ Run: `make bench-push` or `.venv/bin/python bench/push.py [MODEL]`.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -25,19 +27,36 @@ from bench.simtools import sim_console  # noqa: E402
 from loom.expand import load_fabric  # noqa: E402
 from loom.expand.failures import parse_failures, without  # noqa: E402
 from loom.fabrics.infiniband.apply import apply_tables  # noqa: E402
-from loom.fabrics.infiniband.qos_readback import qos_jobs  # noqa: E402
+from loom.fabrics.infiniband.daemon import client_dir  # noqa: E402
+from loom.fabrics.infiniband.qos_readback import MAD_READERS, qos_jobs  # noqa: E402
 from loom.fabrics.infiniband.target import SimTarget  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
 from loom.routing import get_engine, subnet  # noqa: E402
 
 
-def loom(*args: str) -> tuple[float, int, str]:
-    """(wall s, exit code, the line that says what happened: its outcome, else the last)."""
+def loom(*args: str) -> tuple[float, int, str, dict[str, float]]:
+    """(wall s, exit code, the line that says what happened: its outcome, else the last, and the
+    phases it printed: {"push": 6.9, ...})."""
     t0 = time.perf_counter()
     r = subprocess.run([str(ROOT / ".venv/bin/loom"), *args], capture_output=True, text=True)
     lines = (r.stdout + r.stderr).strip().splitlines() or [""]
     said = next((l for l in lines if any(w in l for w in ("applied and verified", "No changes", "refused", "failed"))), lines[-1])
-    return time.perf_counter() - t0, r.returncode, said.strip()
+    phases = {m.group(1): float(m.group(2)) for m in (PHASE.match(l) for l in lines) if m}
+    return time.perf_counter() - t0, r.returncode, said.strip(), phases
+
+
+PHASE = re.compile(r"^  ([^:]+): (\d+\.\d+)s$")
+
+
+def bare_rate(target: SimTarget, jobs: list[dict]) -> tuple[float, int]:
+    """SMPs per second one bare `madquery` reader gets from ibsim on `jobs`, with no other reader:
+    beside Loom's rate with several, it shows how far the simulator, not Loom, sets the pace."""
+    smps = sum(len(j["ins"] or [0]) + 2 for j in jobs)
+    with client_dir() as cwd:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "loom.fabrics.infiniband.madquery"], input=json.dumps(jobs), env=target.d.env(),
+                       cwd=cwd, capture_output=True, text=True, check=True)
+    return smps / (time.perf_counter() - t0), smps
 
 
 def cpu_of(pid: int) -> float:
@@ -57,12 +76,16 @@ def main(model: Path) -> int:
         console.print(f"{name}: sim up ...")
         loom("sim", "up", str(model))
         try:
-            secs, code, last = loom("plan", str(model), "--out", f"{tmp}/first.json")
+            secs, code, last, _ = loom("plan", str(model), "--out", f"{tmp}/first.json")
             report.add(f"{name}: first plan (OpenSM's minhop live)", secs, "s", note=f"exit {code}")
-            secs, code, last = loom("apply", f"{tmp}/first.json")
+            secs, code, last, phases = loom("apply", f"{tmp}/first.json")
             report.add(f"{name}: full apply with QoS (restart, read back everything)", secs, "s", target=10,
                        note=last[:70] if code == 0 else f"FAILED: {last[:60]}")
-            secs, code, last = loom("plan", str(model))
+            report.add(f"{name}: … of which route the model (the plan's record: not routed again)",
+                       phases.get("route the model"), "s", note="9.5-13 s when it routed again")
+            report.add(f"{name}: … of which push (OpenSM restarts, programs every switch)", phases.get("push"), "s")
+            report.add(f"{name}: … of which LFT + QoS read-back at once", phases.get("read back LFTs + QoS at once"), "s")
+            secs, code, last, _ = loom("plan", str(model))
             report.add(f"{name}: no-change plan", secs, "s", target=5, note="No changes" if code == 0 else f"exit {code}")
             # routing only: tables routed around a cable put in by loom, then the plan back
             target = SimTarget.of(name)
@@ -70,7 +93,7 @@ def main(model: Path) -> int:
             around = get_engine("fattree").repair(subnet(without(fabric, parse_failures(fabric, ["z0-leaf3/30"])), 0), design)
             apply_tables(target, model, around, "bench")
             loom("plan", str(model), "--out", f"{tmp}/back.json")
-            secs, code, last = loom("apply", f"{tmp}/back.json")
+            secs, code, last, _ = loom("apply", f"{tmp}/back.json")
             report.add(f"{name}: routing-only apply (OpenSM re-reads, changed blocks read back)", secs, "s",
                        note=last[:70] if code == 0 else f"FAILED: {last[:60]}")
             # the ceiling: the QoS read-back's SMPs, and the CPU ibsim and the readers spend on them
@@ -84,7 +107,10 @@ def main(model: Path) -> int:
             readers = (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
             sim_cpu = cpu_of(ibsim) - before
             report.add(f"{name}: QoS read-back", wall, "s", note=f"{smps:,} SMPs")
-            report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s")
+            report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s", note=f"{MAD_READERS} readers at once")
+            rate, sample = bare_rate(target, qos_jobs(sn, target.d.sm_host)[:600])
+            report.add(f"{name}: one bare reader's rate (no other client of ibsim)", rate, "SMP/s",
+                       note=f"{sample:,} SMPs of the read-back, one madquery process")
             report.add(f"{name}: CPU busy during the read-back (ibsim + readers)", (readers + sim_cpu) / wall / os.cpu_count() * 100,
                        "% of all cores", note=f"ibsim {sim_cpu:.1f} s, readers {readers:.1f} s, in {wall:.1f} s")
         finally:

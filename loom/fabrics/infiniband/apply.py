@@ -16,6 +16,7 @@ QoS table whatever the switches hold, so drift made on a switch is repaired, not
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -42,12 +43,13 @@ from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
 from .checked import check_plan, failing_checks
-from .design import design_files
+from .design import design_files, last_applied
 from .edited import edited_files
 from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
 from .pkeys import files as pkey_files, finish_files as pkey_finish, partitions_change, stale as pkeys_stale
 from .pkeys import verify as verify_pkeys
-from .plan import Routed, drifted, model_routing
+from .plan import Routed, drifted, model_routing, routing_key
+from .planned import inputs_digest, recalled
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
 from .qos_readback import digest, mismatches
 from .target import Target
@@ -124,8 +126,8 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
     live = tables_from_dump(t.subnet, live_text, "live")
-    routed = timed(phases, "route the model", _model_routing, plan, checked.fabric, t, d.dir, live)
-    edited = _edited(routed, t, checked.design_lfts)
+    routed = timed(phases, "route the model", _model_routing, plan, checked.fabric, t, d.dir, live, checked.design_lfts)
+    edited = None if routed.made == AS_PLANNED else _edited(routed, t, checked.design_lfts)
     if edited and not from_edited:
         raise PlanError(f"the plan's tables differ from what its model routes on this fabric ({edited}): it was edited "
                         "after `loom plan` made it; nothing was applied — run `loom plan` again, or `loom apply "
@@ -163,12 +165,22 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     return result
 
 
-def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Tables) -> Routed:
+AS_PLANNED = "as planned"  # `Routed.made` of tables a plan recorded routing from the same inputs: not edited
+
+
+def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Tables, design_lfts: str | None) -> Routed:
     """What the plan's model routes on the fabric the plan was made for (the cables down it
-    names), computed from the target's records as `loom plan` does (`model_routing`).  The
-    plan's own `tables` passed every check already: they need not be checked again."""
+    names), computed from the target's records as `loom plan` does (`model_routing`) — unless
+    `loom plan` recorded routing these very tables (and design tables `design_lfts`) from these
+    very inputs (`planned.py`): then they are the model's routing, not routed again.  The plan's
+    own `tables` passed every check already: they need not be checked again."""
     state = load_as_built(plan["model"])
     state = state.with_observed((plan.get("as_built") or {}).get("cables_down") or [])
+    key, design_key = routing_key(state.fabric), routing_key(state.design)
+    inputs = inputs_digest(state_dir, key, design_key, plan["live_sha256"])
+    if recalled(state_dir, inputs, digest_tables(tables), digest_live(design_lfts) if design_lfts is not None else None):
+        design = tables_from_dump(tables.subnet, design_lfts, "design") if design_lfts is not None else None
+        return Routed(tables, AS_PLANNED, [], key, design_key, design, last_applied(state_dir, state.fabric), None)
     qos = plan_qos(fabric.model)
 
     def failing(t: Tables) -> list[str]:
@@ -190,8 +202,9 @@ def edited_against_model(plan: dict) -> str | None:
         tables = tables_from_dump(sn, rows_text(plan["desired_lfts"], "the plan", "desired_lfts"), "plan")
         live = tables_from_dump(sn, rows_text(plan["previous_lfts"], "the plan", "previous_lfts"), "live")
         design = plan.get("design_lfts")
-        routed = _model_routing(plan, fabric, tables, check_state_dir(plan, "the plan", _marker(plan)), live)
-        return _edited(routed, tables, rows_text(design, "the plan", "design_lfts") if design is not None else None)
+        design = rows_text(design, "the plan", "design_lfts") if design is not None else None
+        routed = _model_routing(plan, fabric, tables, check_state_dir(plan, "the plan", _marker(plan)), live, design)
+        return None if routed.made == AS_PLANNED else _edited(routed, tables, design)
     except (PlanError, TargetError, OSError, KeyError, TypeError, ValueError):
         return None
 
@@ -276,17 +289,14 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
             raise TargetError(f"OpenSM rejected the tables and fell back to {engine}")
         journal.mark("reloaded")
         progress("reading back and verifying")
-        if change.touched is not None:
-            back = timed(phases, "read back", read_blocks, d, change.subnet, blocks_of(change.touched))
-            wrong, live_sha = block_mismatch(change.tables, change.touched, back), digest_tables(change.tables)
-        else:
-            back = timed(phases, "read back", d.read_lfts, _expect(change.in_service))
-            wrong, live_sha = mismatch(back, change.lfts, _only(change.in_service)), digest_live(back)
+        if change.qos_intent is None:
+            wrong, live_sha = timed(phases, "read back", _read_back_lfts, d, change)
+            qos_back = None
+        else:  # the QoS read-back waits on the fabric for seconds: the forwarding tables are read meanwhile
+            (wrong, live_sha), qos_back = timed(phases, "read back LFTs + QoS at once", _read_back_both, d, change)
         if wrong:
             raise TargetError(f"read-back differs from the plan: {wrong}")
-        qos_back = None
-        if change.qos_intent is not None:
-            qos_back = timed(phases, "read back QoS", d.read_qos, change.subnet)
+        if qos_back is not None:
             bad = mismatches(qos_back, change.qos_intent)
             if bad:
                 raise TargetError(f"QoS read-back differs from the intent on {len(bad)} ports, e.g. {bad[0]}")
@@ -311,6 +321,26 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
               "pkeys_removed": change.pkeys is not None and change.pkeys["partitions"] is None}
     texts = {**texts, **{f"previous_{k}": v for k, v in previous.items()}}
     return journalled(d, record, work, lambda j: _restore(d, j, timeout), "the previous tables", progress, phases, texts)
+
+
+def _read_back_lfts(d: Target, change: Change) -> tuple[str | None, str]:
+    """How the forwarding tables read back differ from the change's (None: they do not), and
+    the digest of what is live now."""
+    if change.touched is not None:
+        back = read_blocks(d, change.subnet, blocks_of(change.touched))
+        return block_mismatch(change.tables, change.touched, back), digest_tables(change.tables)
+    back = d.read_lfts(_expect(change.in_service))
+    return mismatch(back, change.lfts, _only(change.in_service)), digest_live(back)
+
+
+def _read_back_both(d: Target, change: Change) -> tuple[tuple[str | None, str], dict]:
+    """The forwarding tables and the QoS tables read back at once (the QoS in a thread: its
+    readers are processes, so both keep the fabric busy); both finish before either's error
+    is raised, so a restore never runs beside a read-back."""
+    with ThreadPoolExecutor(1) as pool:  # leaving it waits for the QoS read-back, also on an error
+        qos = pool.submit(d.read_qos, change.subnet)
+        lfts = _read_back_lfts(d, change)
+        return lfts, qos.result()
 
 
 def _in_service(tables: Tables) -> list[int]:

@@ -38,6 +38,7 @@ from .checked import failing_checks
 from .design import as_it_stands, design_tables, key_of_last, last_applied
 from .edited import edited_note, edited_record
 from .pkeys import partitions_change, plan_partitions
+from .planned import inputs_digest, remember
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
 from .qos_readback import digest, mismatches
 from .target import Target
@@ -73,19 +74,25 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     state = state_of(model_path, target)
     fabric = state.fabric
     sn = subnet(fabric, 0)
-    live_text = target.read_lfts(int(UpDown.of(sn).live.sum()))
-    live_sha = digest_live(live_text)
-    live = tables_from_dump(sn, live_text, "live")
     inputs = target.read_inputs()
     qos = plan_qos(fabric.model)
-    # the QoS read-back waits on the fabric (seconds of SMPs), routing and checks on the CPU: both at once
+    # the QoS read-back waits on the fabric (seconds of SMPs), reading the forwarding tables,
+    # routing and checks on it and on the CPU: all at once
     with ThreadPoolExecutor(1) as pool:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
         pkeys = pool.submit(plan_partitions, fabric, sn, target, inputs.get("partitions"))
+        live_text = target.read_lfts(int(UpDown.of(sn).live.sum()))
+        live_sha = digest_live(live_text)
+        live = tables_from_dump(sn, live_text, "live")
+        inputs_before = inputs_digest(target.dir, routing_key(fabric), routing_key(state.design), live_sha)
         routed = model_routing(state, target.dir, live, lambda t: failing_checks(check_tables(t, ebb_samples=0, qos=qos)))
         tables, last = routed.tables, routed.last
         if routed.failed:
             raise PlanError(f"the routing for {fabric.name} fails {routed.failed[0]}; run `loom check {model_path}` for details")
+        desired_sha = digest_tables(tables)
+        if inputs_digest(target.dir, routed.key, routed.design_key, live_sha) == inputs_before:  # no apply meanwhile
+            remember(target.dir, inputs_before, desired_sha,
+                     digest_tables(routed.new_design) if routed.new_design is not None else None)
         balance = {"balance_before": balance_summary(live)}
         balance["balance_after"] = balance["balance_before"] if (live.lft == tables.lft).all() else balance_summary(tables)
         qos_part = reading.result()
@@ -106,7 +113,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     plan = {
         **plan_header(model_path, fabric, target),
         "live_sha256": live_sha,
-        "desired_sha256": digest_tables(tables),
+        "desired_sha256": desired_sha,
         "routing_key": routed.key,
         "design_key": routed.design_key,
         "as_built": {**state.as_dict(), "routing": routed.made},
