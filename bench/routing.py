@@ -2,7 +2,8 @@
 
 For each fabric (one Fire-Flyer zone, the two-zone Fire-Flyer fabric, a larger three-layer
 tree) it times Loom's route and full check (reachability, CDG deadlock, balance, eBB over 200
-bisections), then brings the fabric up in ibsim and times OpenSM one-shot runs with the
+bisections) in-process, and `loom check MODEL` as the user types it (a child process timed end
+to end: interpreter start, imports, model, route, every check, the report; wall and CPU), then brings the fabric up in ibsim and times OpenSM one-shot runs with the
 ftree, updn and dfsssp engines (wall clock of `opensm -o`, which includes the subnet sweep; the
 `file` engine loading Loom's own tables is shown as the sweep-only baseline) and ibdmchk on the
 ftree dumps.  Balance figures for every engine are measured by Loom's checks on OpenSM's own
@@ -11,7 +12,8 @@ LFT dumps (LIDs pinned to the same values), so the columns compare like with lik
 At scale (issue 24) it routes and fully checks a ~10,000-CA three-layer tree and one at the
 unicast LID limit (~40,000 CAs, 43,456 LIDs), each in a child process so its peak memory is its
 own (`os.wait4`), and runs OpenSM ftree + ibdmchk (capped at IBDMCHK_CAP seconds) on the
-~10,000-CA one in the simulator.
+~10,000-CA one in the simulator; `loom check` as typed is timed on the ~10,000-CA one here and
+on the LID-limit one in bench/commands.py.
 
 Run: `make bench-routing` or `.venv/bin/python bench/routing.py [MODEL ...]` (given models: the
 side-by-side tables only).
@@ -42,7 +44,7 @@ from loom.fabrics.infiniband.sim import SimFabric, ibdmchk, tools_missing  # noq
 from loom.render.opensm import guid2lid, lfts_dump, tables_from_dump  # noqa: E402
 from loom.routing import route  # noqa: E402
 
-from bench.figures import Figures  # noqa: E402
+from bench.figures import Figures, Run, run_cli  # noqa: E402
 
 MODELS = [ROOT / "bench/models/ff2-one-zone.yaml", ROOT / "topology/fire-flyer-2.yaml", ROOT / "bench/models/ft3-large.yaml",
           ROOT / "bench/models/oversubscribed-2to1.yaml", ROOT / "bench/models/odd-11x7.yaml",
@@ -75,6 +77,17 @@ def figures(t) -> dict:
     }
 
 
+def check_as_typed(model: Path) -> Run:
+    """`loom check MODEL` in its own state directory, timed end to end (what the user waits for;
+    the in-process figures leave out the interpreter, the imports and the report).  Exit 1 is a
+    verdict, not a failure of the bench."""
+    with tempfile.TemporaryDirectory(prefix="loom-bench-check-") as state:
+        r = run_cli(["check", str(model)], {"LOOM_STATE_DIR": state})
+    if r.code not in (0, 1):
+        raise SystemExit(f"loom check {model} exited with {r.code}: {r.stderr[-2000:]}")
+    return r
+
+
 def bench(model: Path, console: Console) -> tuple[dict, list[dict]]:
     fabric = expand(load_model(model))
     t0 = time.perf_counter()
@@ -83,7 +96,7 @@ def bench(model: Path, console: Console) -> tuple[dict, list[dict]]:
     check_tables(tables, ebb_samples=200)
     t2 = time.perf_counter()
     times = {"fabric": fabric.name, "switches": tables.subnet.n, "cas": len(tables.subnet.ca_lids),
-             "loom_route": t1 - t0, "loom_check": t2 - t1}
+             "loom_route": t1 - t0, "loom_check": t2 - t1, "typed": check_as_typed(model)}
     balance = [{"fabric": fabric.name, "engine": "loom fattree", "used": "fattree", **figures(tables)}]
     top = max(s.role == "core" for s in fabric.switches) and "core" or "spine"
     roots = "".join(f"0x{s.guid:016x}\n" for s in fabric.switches if s.role == top)
@@ -153,20 +166,24 @@ def opensm_at_scale(model: Path, console: Console) -> dict:
 def scale(console: Console, report: Figures) -> None:
     t = Table(title="At scale: Loom route + full check in its own process (peak memory: it and its forked check, shared "
               "pages counted twice); OpenSM in the simulator")
-    for col in ("fabric", "switches", "CA ports", "LIDs", "loom route", "loom check", "loom total", "peak memory",
+    for col in ("fabric", "switches", "CA ports", "LIDs", "loom route", "loom check", "loom total",
+                "`loom check` as typed (wall / CPU)", "peak memory",
                 "reachable / credit-loop free / at bound", "opensm ftree", "ibdmchk", "ibdmchk verdict"):
         t.add_column(col, justify="left" if col == "fabric" else "right")
     for model, with_opensm in SCALE:
         console.print(f"benchmarking {model.name} at scale ...", highlight=False)
+        last = model == SCALE[-1][0]
         r = loom_measured(model)
         o = opensm_at_scale(model, console) if with_opensm else {}
+        typed = None if last else check_as_typed(model)  # the LID-limit one: bench/commands.py
         total = r["route"] + r["check"]
         verdicts = "/".join("yes" if r[k] else "NO" for k in ("reachable", "deadlock_free", "at_bound"))
         t.add_row(r["fabric"], str(r["switches"]), str(r["cas"]), str(r["lids"]), f"{r['route']:.1f}", f"{r['check']:.1f}",
-                  f"{total:.1f}", f"{r['peak_gb']:.2f} GB", verdicts, f"{o['ftree']:.1f} ({o['used']})" if o else "not run",
+                  f"{total:.1f}", f"{typed.wall:.1f} / {typed.cpu:.1f}" if typed else "bench-commands", f"{r['peak_gb']:.2f} GB", verdicts, f"{o['ftree']:.1f} ({o['used']})" if o else "not run",
                   f"{o['ibdmchk']:.1f}" if o.get("ibdmchk") is not None else ("-" if not o else "> cap"), o.get("verdict", "-"))
-        last = model == SCALE[-1][0]
         report.add(f"{r['fabric']}: loom route + full check", total, "s", target=SCALE_TARGET_S if last else None)
+        if typed:
+            typed_figures(report, r["fabric"], typed, total)
         report.add(f"{r['fabric']}: loom peak memory", r["peak_gb"], "GB", target=SCALE_TARGET_GB if last else None)
         report.add(f"{r['fabric']}: reachable, credit-loop free, at the as-built bound", verdicts.count("yes"), "of 3",
                    target=3, better="higher")
@@ -175,6 +192,13 @@ def scale(console: Console, report: Figures) -> None:
             report.add(f"{r['fabric']}: OpenSM ftree + ibdmchk / loom (same run)", opensm / total, "×", target=20,
                        better="higher", note="" if o["ibdmchk"] is not None else f"ibdmchk counted at its cap of {IBDMCHK_CAP} s")
     console.print(t)
+
+
+def typed_figures(report: Figures, fabric: str, typed: Run, in_process: float) -> None:
+    """`loom check` as typed beside the in-process route + check of the same fabric."""
+    report.add(f"{fabric}: `loom check` as typed (wall)", typed.wall, "s",
+               note=f"CPU {typed.cpu:.2f} s, exit {typed.code}; in-process route + check {in_process:.2f} s")
+    report.add(f"{fabric}: `loom check` as typed (CPU)", typed.cpu, "s", note="process and forked children")
 
 
 def level_table(bal: list[dict]) -> Table:
@@ -221,13 +245,14 @@ def main(models: list[str]) -> int:
         rows.append(t)
         bal += b
     t = Table(title="Routing time (seconds, 2 cores; OpenSM columns are `opensm -o` wall clock incl. the sweep)")
-    for col in ("fabric", "switches", "CA ports", "loom route", "loom check", "loom total", "opensm file (sweep)",
+    for col in ("fabric", "switches", "CA ports", "loom route", "loom check", "loom total",
+                "`loom check` as typed (wall / CPU)", "opensm file (sweep)",
                 "opensm ftree", "opensm updn", "opensm dfsssp", "ibdmchk (ftree)", "ibdmchk verdict", "ftree+ibdmchk / loom"):
         t.add_column(col, justify="left" if col == "fabric" else "right")
     for r in rows:
         loom = r["loom_route"] + r["loom_check"]
         t.add_row(r["fabric"], str(r["switches"]), str(r["cas"]), f"{r['loom_route']:.2f}", f"{r['loom_check']:.2f}",
-                  f"{loom:.2f}", f"{r['opensm_file']:.2f}", f"{r['opensm_ftree']:.2f}", f"{r['opensm_updn']:.2f}",
+                  f"{loom:.2f}", f"{r['typed'].wall:.2f} / {r['typed'].cpu:.2f}", f"{r['opensm_file']:.2f}", f"{r['opensm_ftree']:.2f}", f"{r['opensm_updn']:.2f}",
                   f"{r['opensm_dfsssp']:.2f}", f"{r['ibdmchk']:.2f}", r["ibdmchk_verdict"], f"{(r['opensm_ftree'] + r['ibdmchk']) / loom:.1f}×")
     console.print(t)
     b = Table(title="Balance, measured by Loom on each engine's LFTs (destinations per leaf up-port: max / lower bound; "
@@ -253,6 +278,7 @@ def main(models: list[str]) -> int:
     for r in rows:
         loom = r["loom_route"] + r["loom_check"]
         report.add(f"{r['fabric']}: loom route + full check", loom, "s")
+        typed_figures(report, r["fabric"], r["typed"], loom)
         report.add(f"{r['fabric']}: OpenSM ftree + ibdmchk / loom (same run)", (r["opensm_ftree"] + r["ibdmchk"]) / loom, "×",
                    target=20, better="higher")
     for r in bal:

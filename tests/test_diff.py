@@ -55,7 +55,11 @@ def test_removing_a_spine_link_is_a_balance_regression(tmp_path):
     assert d["routing"]["ports_above_bound"] == [] and d["bound"] == "as-built"  # as good as the fabric allows
     _, dd = diff(head, "--design-bound")  # against the intact design: the leaf that lost a link
     above = dd["routing"]["ports_above_bound"]
-    assert dd["bound"] == "design" and above and all(p["switch"] == "z0-leaf5" and p["level"] == "leaf_up" for p in above)
+    ports = [p for p in above if "paths" not in p]
+    assert dd["bound"] == "design" and ports and all(p["switch"] == "z0-leaf5" and p["level"] == "leaf_up" for p in ports)
+    # links into leaves carry the lost link's paths (z0-leaf5 sends spine 3's share in over the others)
+    into = [p for p in above if "paths" in p]
+    assert into and all(p["level"] == "spine_down" and p["switch"].startswith("z0-") and p["paths"] > p["bound"] for p in into)
     # a tolerance lets the degradation through
     code, _ = diff(head, "--balance-tolerance", "10")
     assert code == 0
@@ -120,3 +124,31 @@ def test_long_lists_say_how_many_more_and_sort_naturally():
 
     assert sorted(["z0-leaf10", "z0-leaf2", "z0-leaf1"], key=natural) == ["z0-leaf1", "z0-leaf2", "z0-leaf10"]
     assert _more(list(range(45))) == ["… 15 more"] and _more(list(range(30))) == []
+
+
+def test_an_overloaded_core_to_pod_link_is_counted_above_its_bound():
+    """A core's one link into a pod is a group of one, always at its per-switch bound; `diff`
+    counts it against the other links into the pod (CA-to-CA paths), as `loom check` judges it.
+    The engine's own tables count none; a planted change that gives one link twice its share
+    is counted, against the as-built bound and the design's."""
+    from loom.checks import check_tables
+    from loom.checks.compare import Side, compare
+    from loom.expand import expand
+    from loom.model import load_model
+    from loom.render.diff_report import markdown
+    from loom.routing import route
+
+    from tests.test_into_balance import plant_core_link_imbalance
+
+    fabric = expand(load_model(TOPO / "fat-tree-3.yaml"))
+    t = route(fabric)[0]
+    planted, name = plant_core_link_imbalance(t)
+    side = {label: Side(label, fabric, [x], [check_tables(x, 0, None)]) for label, x in (("base", t), ("head", planted))}
+    assert compare(side["base"], side["base"])["routing"]["ports_above_bound"] == []
+    for design in (False, True):
+        above = compare(side["base"], side["head"], design_bound=design)["routing"]["ports_above_bound"]
+        into = [p for p in above if "paths" in p]
+        assert [f"{p['switch']} port {p['port']} -> {p['peer']} (core_down)" for p in into] == [name], above
+        assert into[0]["paths"] > into[0]["bound"]
+    report = markdown(compare(side["base"], side["head"]))
+    assert f"- {name.removesuffix(' (core_down)')} (core_down): {into[0]['paths']} CA-to-CA paths > {into[0]['bound']}" in report

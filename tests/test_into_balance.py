@@ -157,3 +157,16 @@ def test_planted_core_link_imbalance_is_caught_and_named(tmp_path):
     assert any(w.startswith(name) for w in report["balance"]["worst"])
     dump.write_text(lfts_dump(t))
     assert runner.invoke(app, [*args, "--json"]).exit_code == 0  # the engine's own tables pass
+
+
+def test_parallel_core_links_into_a_pod_at_their_paths_bound():
+    """Cores with 5 parallel links into each pod (3 pods, 128 CAs each, 80 links into a pod):
+    the bound is ceil(128 / 80) × 256 CAs outside = 512 paths per core→pod link, what OpenSM
+    ftree reaches.  The spine LIDs a spine sends up used to share up-port indices with the core
+    LIDs of its group (2 switch LIDs on one port where 1 is the bound); the repair of that one
+    spine then split destinations over cores, and a link carried 640."""
+    t = route(expand(load_model("bench/models/ft3-parallel-core.yaml")))[0]
+    b = check_balance(Walk(t))
+    into = b.levels["core_down"]["into"]
+    assert (into["max_judged_paths"], into["paths_bound"]) == (512, 512), b.worst
+    assert b.within_bound and b.into_within_bound

@@ -28,7 +28,7 @@ from loom.routing.subnet import LAYER, TO_SWITCH
 from loom.routing.updown import UpDown
 
 from .paths import Walk
-from .subtrees import into_links, level_figures
+from .subtrees import IntoLink, into_links, level_figures
 
 
 LEVELS = {("leaf", "up"): "leaf_up", ("spine", "up"): "spine_up", ("spine", "down"): "spine_down",
@@ -178,6 +178,15 @@ def group_figures(walk: Walk, only: np.ndarray | None = None, judged: Judged | N
     return out
 
 
+def into_figures(walk: Walk, only: np.ndarray | None = None, judged: Judged | None = None,
+                 paths: np.ndarray | None = None) -> list[IntoLink]:
+    """Every link into a leaf or pod with its figures and bounds (`subtrees`); `judged` and
+    `paths` when the caller has counted them already (`check_balance`)."""
+    j = judged or Judged.of(walk)
+    return into_links(j.ud, walk.tables.lft, j.lids, j.used, j.roles, j.names,
+                      path_counts(walk) if paths is None else paths, only)
+
+
 def _single_port_figures(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray,
                          names: list[str]) -> list[GroupFigures] | None:
     """The figures of a switch whose every port leads down to a child that alone reaches what it
@@ -251,7 +260,7 @@ def check_balance(walk: Walk, only: np.ndarray | None = None) -> Balance:
     judged = Judged.of(walk)
     groups = group_figures(walk, only, judged)
     paths = path_counts(walk)
-    into = into_links(judged.ud, walk.tables.lft, judged.lids, judged.used, judged.roles, judged.names, paths, only)
+    into = into_figures(walk, only, judged, paths)
     levels = {}
     for level in dict.fromkeys(g.level for g in groups):
         mine = [g for g in groups if g.level == level]
@@ -284,7 +293,7 @@ def check_balance(walk: Walk, only: np.ndarray | None = None) -> Balance:
               if x.over][:5]
     lp = next((levels[lv] for lv in EDGE_LEVELS if lv in levels), {})
     into_ok = not any(x.over for x in into)
-    intact = _intact(judged.ud)
+    intact = is_intact(judged.ud)
     return Balance(int(top.loads.max()) if top else 0, lp.get("min", 0), top.bound if top else 0,
                    top.design if top else 0, per_role, levels,
                    {"max_dest_per_up_port": levels["spine_up"]["max"], "over_bound": levels["spine_up"]["over_bound"]}
@@ -294,7 +303,7 @@ def check_balance(walk: Walk, only: np.ndarray | None = None) -> Balance:
                    bool(iz_ok and not any(g.over_design for g in groups)), into_ok, intact, worst)
 
 
-def _intact(ud: UpDown) -> bool:
+def is_intact(ud: UpDown) -> bool:
     """Every live switch has every up-link of its design working (none missing, none down)."""
     sn = ud.sn
     cabled = (sn.up_port_mask & (sn.peer_kind == TO_SWITCH)).sum(axis=1)

@@ -34,7 +34,7 @@ from loom.routing import route
 from loom.routing.base import NO_ROUTE, Tables
 
 from . import EBB_SAMPLES, check_tables, qos_layout
-from .balance import group_figures
+from .balance import Judged, group_figures, into_figures, is_intact
 from .partitions import talk_changes
 from .paths import Walk
 
@@ -105,16 +105,31 @@ def raw_entries(t: Tables) -> dict[tuple[str, int], int]:
 
 
 def ports_above_bound(t: Tables, design: bool = False) -> list[dict]:
-    """Every port, at every level, carrying more destinations than the bound that applies: its
-    group's as-built bound (what any routing could reach on the fabric as it stands), or with
+    """Every port, at every level, carrying more than the bound that applies (destinations over
+    its group's; for a link into a leaf or pod, CA-to-CA paths over the subtree's): the
+    as-built bound (what any routing could reach on the fabric as it stands), or with
     `design` the intact design's.  A fabric with links down is not a routing fault, so only the
     as-built bound is a finding by default (the design bound counted every port of a degraded
     group, hundreds on a change the verdicts pass)."""
+    walk = Walk(t)
+    judged = Judged.of(walk)
     out = []
-    for g in group_figures(Walk(t)):
+    for g in group_figures(walk, judged=judged):
         bound = g.design if design else g.bound
         out += [{"switch": g.switch, "level": g.level, "port": int(p), "destinations": int(n), "bound": int(bound)}
                 for p, n in zip(g.ports, g.loads) if n > bound]
+    # a link into a leaf or pod is judged on its CA-to-CA paths against the other links into
+    # the subtree: its own group of one is always at its bound.  Its as-built bound assumes each
+    # destination enters over one link, which a lost link can make impossible (a leaf that lost
+    # its link to a spine sends that spine's destinations in over others), so as `loom check`
+    # does, that bound is a finding on an intact fabric only; the design's applies always
+    if not design and not is_intact(judged.ud):
+        return out
+    for x in into_figures(walk, judged=judged):
+        bound = x.paths_design if design else x.paths_bound
+        if bound is not None and x.paths > bound:
+            out.append({"switch": x.switch, "level": x.level, "port": x.port, "peer": x.peer,
+                        "paths": x.paths, "bound": bound, "destinations": x.dests})
     return out
 
 

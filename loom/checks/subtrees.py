@@ -48,6 +48,9 @@ class IntoLink:
     per_role: dict[str, tuple[int, int]]  # role: (load, bound)
     paths: int
     paths_bound: int | None  # None: not judged (the subtree also receives another zone's traffic)
+    #: the intact design's paths bound (every designed link into the subtree working): a lost
+    #: link shows as a loss against it (`loom diff --design-bound`); None where not judged
+    paths_design: int | None = None
 
     @property
     def over(self) -> bool:
@@ -125,16 +128,31 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
         ca = is_ca[dest]
         zone = ud.zone[rows[0]]
         local = (ud.zone[zone_of[lids[dest]]] == zone).all() and borders[zone] <= 1
-        paths_bound = None
+        paths_bound = paths_design = None
         if local and ca.any():
-            paths_bound = least(ca) * (live_cas - int(ca.sum()))
+            outside = live_cas - int(ca.sum())
+            paths_bound = least(ca) * outside
+            paths_design = -(-int(ca.sum()) // _design_links(sn, key, len(rows))) * outside
         loads = on.sum(axis=1)
         for i in range(len(rows)):
             out.append(IntoLink(INTO_LEVELS[sn.switch(int(rows[i])).role], int(rows[i]), int(ports[i]),
                                 sn.name(int(rows[i])), sn.name(int(kids[i])), int(loads[i]), int(bound),
                                 {k: (int(v[i]), int(b)) for k, (v, b) in per_role.items()},
-                                int(paths[rows[i], ports[i]]), paths_bound))
+                                int(paths[rows[i], ports[i]]), paths_bound, paths_design))
     return out
+
+
+def _design_links(sn, key: tuple, live: int) -> int:
+    """Links into the subtree in the intact design: a leaf's up-links (all go to its pod's or
+    zone's spines), or every spine of the pod's up-links (all go to cores); at least `live`."""
+    zone = sn.switch(key[1]).zone if key[0] == "leaf" else key[1]
+    z = next(z for z in sn.fabric.model.zones if z.name == zone)
+    if key[0] == "leaf":
+        counts = getattr(z, "spine_links", None)
+        design = sum(counts) if counts else getattr(z, "leaf_up", 0)
+    else:
+        design = z.spines_per_pod * z.spine_up
+    return max(design, live)
 
 
 def _members(sn, key: tuple) -> np.ndarray:

@@ -130,7 +130,8 @@ def markdown(d: dict) -> str:
     if r["ports_above_bound"]:
         above = sorted(r["ports_above_bound"], key=lambda p: (natural(p["switch"]), p["port"]))
         out += [f"<details><summary>Ports above their {d.get('bound', 'as-built')} bound</summary>", "",
-                *[f"- {p['switch']} port {p['port']} ({p.get('level', 'leaf_up')}): {p['destinations']} > {p['bound']}"
+                *[f"- {p['switch']} port {p['port']} -> {p['peer']} ({p['level']}): {p['paths']} CA-to-CA paths > {p['bound']}"
+                  if "paths" in p else f"- {p['switch']} port {p['port']} ({p.get('level', 'leaf_up')}): {p['destinations']} > {p['bound']}"
                   for p in above[:SHOWN]],
                 *_more(above), "", "</details>", ""]
     out += ["### Cabling and physical churn", "", f"- cables added {len(c['added'])}, removed {len(c['removed'])}, "

@@ -501,7 +501,9 @@ class FatTreeEngine:
             for s in range(z.S):
                 lid = int(sn.switch_lid[z.spine(p, s)])
                 lft[z.leaves, lid] = z.down + 1 + (leaf_pos % z.links) * z.S + s
-                lft[z.spines, lid] = spines_towards((p, s), up0 + p % z.spec.spine_up if z.three else 0, s)
+                # up from a spine at the same position: index G + p, past the indices 0..G-1 its
+                # group's core LIDs take, so a spine's switch LIDs share no up-port where they fit
+                lft[z.spines, lid] = spines_towards((p, s), up0 + (z.G + p) % z.spec.spine_up if z.three else 0, s)
                 if z.three:
                     lft[z.cores, lid] = 1 + np.where(core_group == s, p, t_pod) * z.clinks
         for c, row in enumerate(z.cores):
