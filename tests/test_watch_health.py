@@ -7,7 +7,6 @@ move, the audit log says why; the errors stop → it is returned after `health.c
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 import time

@@ -4,7 +4,6 @@ destinations per port and the last reroute move as the fabric does.  Real ibsim 
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -18,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from loom.fabrics.infiniband.sim import console
 
 from .load import slack, wait_for, wait_line
-from .simfabric import TINY, TOPO, loom
+from .simfabric import TINY, loom
 from .test_watch_health import applied_model, events, with_health  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.sim
