@@ -130,6 +130,25 @@ def test_after_a_trap_only_the_trapping_switches_are_asked(applied, monkeypatch)
     assert e.kind == "up" and e.ok, e
 
 
+def test_a_spine_down_is_read_from_its_neighbours_without_a_full_discovery(applied, monkeypatch):
+    """A spine whose every link goes down traps too but answers no route: its neighbours' ends
+    say its cables are down, so neither a retry nor a full ibnetdiscover is needed (they cost a
+    two-zone spine-down event ~1.7 s, issue 36)."""
+    d, f = applied, load_fabric(TINY)
+    target = SimTarget(d)
+    w = Watcher(TINY, f, target, hold_down=0)
+    w.sweeps_seen()
+    monkeypatch.setattr(target, "run", lambda *a, **k: pytest.fail("a full discovery ran after a spine's traps"))
+    failure = parse_failures(f, ["z0-spine1"])
+    set_links(d.dir, f, sorted(failure.cables), up=False)
+    e = None
+    while e is None:
+        _await_trap_sweep(w)
+        e = w.step()
+    assert e.kind == "down" and e.ok, e
+    assert e.changed == sorted(f.cable_id(c) for c in failure.cables), e
+
+
 def test_a_reload_that_did_not_take_is_caught_by_the_block_read_back(applied, monkeypatch):
     """Planted: OpenSM is never told to re-read its file, so the switches keep the old entries;
     reading back the blocks the change touched must see it, and the apply restores."""

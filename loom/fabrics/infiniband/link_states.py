@@ -18,6 +18,7 @@ from loom.expand import Fabric
 from loom.expand.fabric import SWITCH
 
 from loom.push.errors import TargetError
+from loom.routing.subnet import TO_SWITCH
 from .qos_readback import directed_routes
 
 DOWN, ACTIVE = 1, 4  # PortInfo PortState (2 init, 3 armed: on the way up)
@@ -37,7 +38,11 @@ def cable_states(target, fabric: Fabric, sn, guids: set[int], rounds: int = 3) -
     A route may cross the very link that failed (it is not known yet): routes never take a
     link between two switches that trapped (both ends of a failed link trap), and a switch
     whose query got no answer is asked again by a route avoiding the switches the failed route
-    passed through (a switch that died sends no trap; its neighbours do).  Raises KeyError for
+    passed through (a switch that died sends no trap; its neighbours do).
+    A trapping switch that no route reaches (a spine whose every link went down at once) is
+    answered for by the far ends of its cables, asked in the next round (its neighbours trap
+    too, not all in the same sweep): asking it again, then discovering the whole fabric, cost
+    a two-zone spine-down event ~1.7 s.  Raises KeyError for
     a GUID that is not a switch of `sn`, TargetError if a switch stays unanswered after
     `rounds` — the caller then runs a full discovery."""
     rows = {sn.switch(r).guid: r for r in range(sn.n)}
@@ -48,15 +53,30 @@ def cable_states(target, fabric: Fabric, sn, guids: set[int], rounds: int = 3) -
         ports.setdefault(row, []).append(port)
     answers: dict[int, dict[str, int]] = {}
     shunned: set[int] = set()  # switches a failed route passed through
+    silent: set[int] = set()  # switches that did not answer
+    unknown = set(ends.values())  # cables no end of which answered yet
     for _ in range(rounds):
         paths, _ = directed_routes(sn, target.sm_ca(), lambda r, n: r in shunned or (r in trapped and n in trapped))
-        todo = [row for row in ports if row not in answers]
+        todo = [row for row in ports if row not in answers and any(ends[(row, p)] in unknown for p in ports[row])]
+        if any(row not in paths for row in todo):  # shunning the transits cut them off: pass all but the silent
+            paths = directed_routes(sn, target.sm_ca(), lambda r, n: r in silent or (r in trapped and n in trapped))[0] | paths
         jobs = [{"key": str(row), "path": paths[row], "states": sorted(ports[row])} for row in todo if row in paths]
         answers |= {int(a["key"]): a["states"] for a in target.smp(jobs, "the port-state query", every=False)}
+        unknown -= {cable for (row, _), cable in ends.items() if row in answers}
+        if not unknown:
+            return {cable: (answers[row][str(port)], sn.switch(row).guid) for (row, port), cable in ends.items()
+                    if row in answers}
         missing = [row for row in todo if row not in answers]
-        if not missing:
-            return {cable: (answers[row][str(port)], sn.switch(row).guid) for (row, port), cable in ends.items()}
-        shunned |= {hop for row in missing if row in paths for hop in _transit(sn, target.sm_ca(), paths[row])}
+        silent |= set(missing)
+        shunned |= silent | {hop for row in missing if row in paths for hop in _transit(sn, target.sm_ca(), paths[row])}
+        # a switch that died answers nothing; the far ends of its cables say they are down (its
+        # neighbours trap too, but not all in the same sweep): ask them as well
+        far = {int(sn.peer_dev[row, port]) for (row, port), cable in ends.items()
+               if cable in unknown and sn.peer_kind[row, port] == TO_SWITCH}
+        for end, cable in _cable_ends(fabric, sn, far - set(ports)).items():
+            if cable in unknown:
+                ends[end] = cable
+                ports.setdefault(end[0], []).append(end[1])
     raise TargetError(f"the port-state query: no route reached {', '.join(sn.name(r) for r in missing)}")
 
 
