@@ -13,6 +13,10 @@ os.fork exists and works, and not inside a child (one fork at a time: two cores)
 work runs inline and `result()` just returns it.  The child touches no console, log or file of
 the parent (descriptors it inherits are only held until it exits, seconds later) and leaves
 with os._exit, so no atexit handler of the parent (a temporary directory's removal) runs twice.
+
+A child may also take one value the parent computes after the fork (`takes_input`): the balance
+check starts on its own figures while the parent counts the paths it needs later, so both
+cores work from the start instead of one waiting on the other.
 """
 
 from __future__ import annotations
@@ -31,25 +35,34 @@ _in_child = False  # set in a forked child: it runs everything inline
 
 
 class Forked(Generic[T]):
-    """`fn()` running in a child process (or already run inline); `result()` waits for it."""
+    """`fn()` running in a child process (or already run inline); `result()` waits for it.
 
-    def __init__(self, fn: Callable[[], T], cells: int) -> None:
+    With `takes_input`, `fn(receive)` is called instead: `receive()` returns the value the parent
+    hands over with `send()` (in a child it waits for it; run inline, `fn` is only called by
+    `result()`, after the parent's `send()`)."""
+
+    def __init__(self, fn: Callable[..., T], cells: int, takes_input: bool = False) -> None:
         global _in_child
-        self.pid = 0
+        self.pid, self._fn, self._input, self._feed = 0, None, None, None
         if cells < FORK_CELLS or _in_child or not hasattr(os, "fork") or threading.current_thread() is not threading.main_thread():
-            self._value = fn()
+            self._inline(fn, takes_input)
             return
         read, write = os.pipe()
+        feed_read, feed_write = os.pipe() if takes_input else (-1, -1)
         try:
             self.pid = os.fork()
         except OSError:  # no memory or process slot for a child: do it here
-            os.close(read)
-            os.close(write)
-            self._value = fn()
+            for fd in (read, write, feed_read, feed_write):
+                if fd >= 0:
+                    os.close(fd)
+            self._inline(fn, takes_input)
             return
         if self.pid == 0:  # the child
             _in_child = True
             os.close(read)
+            if takes_input:
+                os.close(feed_write)  # else its own copy would keep the feed open: no end of input
+                fn = self._reader(fn, feed_read)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
@@ -64,9 +77,50 @@ class Forked(Generic[T]):
             os._exit(0)
         os.close(write)
         self._pipe = os.fdopen(read, "rb")
+        if takes_input:
+            os.close(feed_read)
+            self._feed = os.fdopen(feed_write, "wb")
+
+    def _inline(self, fn: Callable[..., T], takes_input: bool) -> None:
+        if takes_input:
+            self._fn = lambda: fn(lambda: self._input)  # waits for send(): called by result()
+        else:
+            self._value = fn()
+
+    @staticmethod
+    def _reader(fn: Callable[..., T], fd: int) -> Callable[[], T]:
+        """`fn` with a `receive` that returns the parent's value from `fd`.  A thread drains the
+        pipe from the start: the parent's `send()` writes more than a pipe holds and must not
+        wait until `fn` asks (that would put the cores back in series)."""
+        got: list = []
+        drain = threading.Thread(target=lambda: got.append(os.fdopen(fd, "rb").read()), daemon=True)
+        drain.start()
+
+        def receive():
+            drain.join()
+            if not got or not got[0]:
+                raise RuntimeError("the parent of a forked check stopped before handing over its input")
+            return pickle.loads(got[0])
+
+        return lambda: fn(receive)
+
+    def send(self, value) -> None:
+        """Hand `value` to the child's `receive()` (only with `takes_input`; once)."""
+        if self._feed is None:
+            self._input = value
+            return
+        feed, self._feed = self._feed, None
+        try:
+            with feed:
+                feed.write(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        except BrokenPipeError:
+            pass  # the child stopped early (failed): result() raises its error
 
     def result(self) -> T:
         """The child's value (or its exception, raised here)."""
+        if self._fn is not None:
+            fn, self._fn = self._fn, None
+            self._value = fn()
         if not self.pid:
             return self._value
         data = self._pipe.read()
@@ -86,6 +140,9 @@ class Forked(Generic[T]):
             return
         pid, self.pid = self.pid, 0
         self._pipe.close()
+        if self._feed is not None:
+            self._feed.close()
+            self._feed = None
         try:
             if os.waitpid(pid, os.WNOHANG) == (0, 0):
                 os.kill(pid, signal.SIGKILL)

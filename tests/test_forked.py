@@ -64,3 +64,45 @@ def test_a_failing_parent_leaves_no_child(monkeypatch):
 def test_small_passes_run_inline():
     job = Forked(lambda: 42, forked.FORK_CELLS - 1)
     assert job.pid == 0 and job.result() == 42
+
+
+def test_a_child_takes_what_the_parent_sends_after_the_fork(monkeypatch, tmp_path):
+    """The parent's send() returns before the child asks (a value larger than a pipe holds): the
+    child waits for a file the parent writes only after sending, so a send that waited for the
+    child would stall both until the child gives up."""
+    monkeypatch.setattr(forked, "FORK_CELLS", 0)
+    sent = tmp_path / "sent"
+
+    def child(receive):
+        for _ in range(200):
+            if sent.exists():
+                return int(receive().sum())
+            time.sleep(0.05)
+        return "the parent's send waited for the child"
+
+    job = Forked(child, 1, takes_input=True)
+    assert job.pid
+    job.send(np.ones(1_000_000, np.int64))  # 8 MB: a pipe holds 64 kB
+    sent.touch()
+    assert job.result() == 1_000_000
+
+
+def test_inline_a_taker_runs_after_the_send():
+    calls = []
+    job = Forked(lambda receive: calls.append(receive()) or len(calls), forked.FORK_CELLS - 1, takes_input=True)
+    assert calls == []  # nothing to take yet
+    job.send("paths")
+    assert job.result() == 1 and calls == ["paths"]
+
+
+def test_a_taker_that_fails_first_does_not_break_the_send(monkeypatch):
+    monkeypatch.setattr(forked, "FORK_CELLS", 0)
+
+    def fails(receive):
+        raise ValueError("no groups")
+
+    job = Forked(fails, 1, takes_input=True)
+    time.sleep(0.2)  # let it fail and exit: the send then meets a closed pipe
+    job.send(np.ones(1_000_000))
+    with pytest.raises(ValueError, match="no groups"):
+        job.result()

@@ -7,7 +7,7 @@ from loom.forked import Forked
 from loom.model.rules import direction_split, zone_layers
 from loom.routing.base import Tables
 
-from .balance import check_balance
+from .balance import check_balance, path_counts
 from .deadlock import check_deadlock
 from .ebb import effective_bisection_bandwidth, fabric_ebb, zone_estimates
 from .paths import Walk
@@ -29,8 +29,10 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
     `balance_only` ([switch] bool): judge balance on those switches alone (`check_balance`)."""
     walk = Walk(tables)
     walk.next_switch  # shared with the forked balance check, not computed twice
-    balance = Forked(lambda: check_balance(walk, balance_only), tables.lft.size)
+    # the balance check's path counts are counted here while its child works on the rest
+    balance = Forked(lambda paths: check_balance(walk, balance_only, paths), tables.lft.size, takes_input=True)
     try:
+        balance.send(path_counts(walk))
         report = _other_checks(walk, ebb_samples, qos)
         bal = balance.result()
     finally:

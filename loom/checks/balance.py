@@ -19,6 +19,7 @@ O(switches × CA LIDs × path length) for the path counts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -253,13 +254,15 @@ def path_counts(walk: Walk) -> np.ndarray:
     return counts.astype(np.int64).reshape(sn.n, 256)
 
 
-def check_balance(walk: Walk, only: np.ndarray | None = None) -> Balance:
+def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[], np.ndarray] | None = None) -> Balance:
     """The figures and verdict; `only` ([switch] bool) judges just those switches' groups — a
     watcher's check of a repair, whose other switches kept the figures they passed with
-    (`loom.routing.asbuilt.unsettled`)."""
+    (`loom.routing.asbuilt.unsettled`).  `paths()`: the `path_counts` someone else counts
+    meanwhile (`check_tables`: the parent process, while this runs in a forked child); asked
+    for only after the group figures, the half of the work that does not need them."""
     judged = Judged.of(walk)
     groups = group_figures(walk, only, judged)
-    paths = path_counts(walk)
+    paths = path_counts(walk) if paths is None else paths()
     into = into_figures(walk, only, judged, paths)
     levels = {}
     for level in dict.fromkeys(g.level for g in groups):

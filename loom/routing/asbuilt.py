@@ -138,13 +138,17 @@ def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.nda
     sn = ud.sn
     t = np.full(sn.max_lid + 1, -1, np.int64)
     t[lids] = target[lids]
-    into = np.zeros(sn.n * sn.n, np.int64)
-    for c in lid_chunks(sn.n, sn.max_lid + 1):
-        rows, cols = np.nonzero(carries[:, c] & (t[c] >= 0)[None, :])
-        to = t[c][cols]
-        above = ud.layer[rows] > ud.layer[to]
-        into += np.bincount(rows[above] * sn.n + to[above], minlength=sn.n * sn.n)
-    into = into.reshape(sn.n, sn.n)
+    # [switch, leaf] destinations behind the leaf whose traffic the switch carries: the carried
+    # columns summed per target, a run of columns at a time once sorted by target
+    order = np.flatnonzero(t >= 0)
+    order = order[np.argsort(t[order], kind="stable")]
+    above = np.flatnonzero(ud.layer > 0)  # only a switch above a target carries traffic down into it
+    into = np.zeros((sn.n, sn.n), np.int64)
+    for c in lid_chunks(len(above), len(order)):
+        to = t[order[c]]
+        starts = np.flatnonzero(np.r_[True, to[1:] != to[:-1]])
+        into[np.ix_(above, to[starts])] += np.add.reduceat(carries[np.ix_(above, order[c])].astype(np.int32), starts, axis=1)
+    into[ud.layer[:, None] <= ud.layer[None, :]] = 0
     delivered = np.bincount(t[t >= 0], minlength=sn.n)
     r, _, p = ud.links
     ups = np.bincount(r[(ud.layer[p] > ud.layer[r]) & (ud.zone[p] == ud.zone[r])], minlength=sn.n)

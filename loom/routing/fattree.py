@@ -51,6 +51,7 @@ from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft
 from .cover import cover, even_out, trades
 from .subnet import TO_SWITCH, Subnet
+from .updown import UpDown
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
 
@@ -210,8 +211,9 @@ class FatTreeEngine:
         exits = self._zone_exits(sn, zones, owner_zone, roles)
         kept = np.zeros(sn.max_lid + 1, bool)  # destinations whose hinted up-port was kept
         soft = np.zeros(lft.shape, bool)  # single entries kept from the hint against the design's choice
-        for z in zones:
-            self._route_zone(sn, z, lft, owner_zone, roles, exits[z.name], _hinted_up(sn, z, hint), kept)
+        with UpDown.of(sn).meanwhile("hops"):  # for `fit_to_fabric` and reachability
+            for z in zones:
+                self._route_zone(sn, z, lft, owner_zone, roles, exits[z.name], _hinted_up(sn, z, hint), kept)
         if hint is not None:
             for z in zones:
                 _keep_leaf_choices(sn, z, lft, hint, soft)

@@ -22,12 +22,16 @@ Cost: one sparse × dense product per layer: O(links × switches) time, switches
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Iterator
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
+
+from loom.forked import Forked
 
 from .subnet import LAYER, TO_SWITCH, Subnet
 
@@ -234,6 +238,18 @@ class UpDown:
     def bigraph(self) -> np.ndarray:
         """[X] the switch is in a BiGraph part (upper or lower), where paths go across."""
         return np.array([self.sn.switch(i).role in ("upper", "lower") for i in range(self.sn.n)], bool)
+
+    @contextmanager
+    def meanwhile(self, name: str) -> Iterator[None]:
+        """The cached matrix `name` computed in a forked child while the `with` body runs, and
+        kept here at its end: the engine's first pass is one core's work, and the switch-to-switch
+        hops (a BFS from every switch, 2.4 s at the LID limit) take the other core meanwhile."""
+        job = Forked(lambda: getattr(self, name), self.sn.n * (self.sn.max_lid + 1))
+        try:
+            yield
+            self.__dict__[name] = job.result()  # where `cached_property` keeps it
+        finally:
+            job.close()
 
     def computed(self) -> "UpDown":
         """Every matrix `candidates` may read, computed now: before a fork (`loom.forked`), so that
