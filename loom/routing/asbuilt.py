@@ -66,13 +66,13 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
             continue
         if as_carried is None:
             used, as_carried = carried(sn, lft, lids), lft.copy()
-            full = np.zeros(lft.shape, bool)
-            full[:, lids] = used
+            full = _by_lid(used, lids, lft.shape)
         else:
             # a LID's column of `carried` depends on that LID's column of the tables alone: only
             # the destinations a level moved are walked again (at the LID limit the leaves move
-            # few, and a full walk is 3 s of CPU)
-            moved = np.flatnonzero((lft[:, lids] != as_carried[:, lids]).any(axis=0))
+            # few, and a full walk is 3 s of CPU); whole rows compared, then the LIDs picked:
+            # picking columns first copies the table twice (3.7 s there, against 0.07 s)
+            moved = np.flatnonzero((lft != as_carried).any(axis=0)[lids])
             if len(moved):
                 used[:, moved] = carried(sn, lft, lids[moved])
                 full[:, lids[moved]] = used[:, moved]
@@ -99,6 +99,15 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
     return warnings
 
 
+def _by_lid(used: np.ndarray, lids: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """[switch, lid] from [switch, j] of `lids[j]` (False elsewhere): a band of rows at a time,
+    which keeps the scattered writes in cache (3x faster than all rows at once)."""
+    full = np.zeros(shape, bool)
+    for r in range(0, shape[0], 64):
+        full[r:r + 64, lids] = used[r:r + 64]
+    return full
+
+
 def same_ports(made_for: Subnet, now: Subnet) -> np.ndarray:
     """[switch] True where every port is cabled as it was in the subnet the tables were made for
     (a repair's `settled` switches)."""
@@ -117,9 +126,7 @@ def _reached(tables) -> np.ndarray:
     """[switch, lid] the destinations whose CA traffic reaches each switch (`loads.carried`)."""
     ud = UpDown.of(tables.subnet)
     lids = np.flatnonzero(ud.live_lids)
-    full = np.zeros(tables.lft.shape, bool)
-    full[:, lids] = carried(tables.subnet, tables.lft, lids)
-    return full
+    return _by_lid(carried(tables.subnet, tables.lft, lids), lids, tables.lft.shape)
 
 
 def affected_destinations(tables, failed: Subnet) -> np.ndarray:
