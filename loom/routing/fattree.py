@@ -211,7 +211,8 @@ class FatTreeEngine:
         exits = self._zone_exits(sn, zones, owner_zone, roles)
         kept = np.zeros(sn.max_lid + 1, bool)  # destinations whose hinted up-port was kept
         soft = np.zeros(lft.shape, bool)  # single entries kept from the hint against the design's choice
-        with UpDown.of(sn).meanwhile("hops"):  # for `fit_to_fabric` and reachability
+        # what `fit_to_fabric` and the checks read, computed beside the first pass
+        with UpDown.of(sn).meanwhile("hops", "down", "updown", "single_down", "turned", "live", "live_lids"):
             for z in zones:
                 self._route_zone(sn, z, lft, owner_zone, roles, exits[z.name], _hinted_up(sn, z, hint), kept)
         if hint is not None:

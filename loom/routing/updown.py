@@ -240,14 +240,16 @@ class UpDown:
         return np.array([self.sn.switch(i).role in ("upper", "lower") for i in range(self.sn.n)], bool)
 
     @contextmanager
-    def meanwhile(self, name: str) -> Iterator[None]:
-        """The cached matrix `name` computed in a forked child while the `with` body runs, and
-        kept here at its end: the engine's first pass is one core's work, and the switch-to-switch
-        hops (a BFS from every switch, 2.4 s at the LID limit) take the other core meanwhile."""
-        job = Forked(lambda: getattr(self, name), self.sn.n * (self.sn.max_lid + 1))
+    def meanwhile(self, *names: str) -> Iterator[None]:
+        """The cached matrices `names` computed in a forked child while the `with` body runs, and
+        kept here at its end: the engine's first pass is one core's work, and the structure the
+        legality pass needs after it (the switch-to-switch hops alone are a BFS from every
+        switch, 2.4 s at the LID limit) takes the other core meanwhile."""
+        job = Forked(lambda: [getattr(self, name) for name in names], self.sn.n * (self.sn.max_lid + 1))
         try:
             yield
-            self.__dict__[name] = job.result()  # where `cached_property` keeps it
+            for name, value in zip(names, job.result()):
+                self.__dict__.setdefault(name, value)  # where `cached_property` keeps it
         finally:
             job.close()
 
