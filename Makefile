@@ -10,7 +10,7 @@ MODEL := topology/$(FABRIC).yaml
 OUT ?= out/$(FABRIC)
 APT_PACKAGES := opensm ibsim-utils infiniband-diags ibutils chromium frr frr-pythontools iputils-ping debootstrap openssh-server gcc libc6-dev slurmctld slurm-client postgresql redis-server
 
-.PHONY: setup apt-deps test-under-load tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-commands bench-expand bench-routing bench-roce bench-configs bench-failures bench-push bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean docs docs-serve
+.PHONY: setup apt-deps test-under-load tf-tools tf-state tf-state-down tf-init tf-plan tf-apply run test test-fast fuzz bench bench-commands bench-fresh bench-expand bench-routing bench-roce bench-configs bench-failures bench-push bench-netbox netbox-cache validate show check lock lock-check sim-up sim-down sim-status plan apply inventory clean docs docs-serve
 
 # OpenTofu is not part of setup: only the tf-* targets and the Terraform tests use it (they build it)
 setup: $(VENV)/.installed apt-deps
@@ -97,7 +97,7 @@ test-under-load: setup netbox-cache tf-tools
 # land in bench/results/<time>.json (`python bench/compare.py OLD NEW` compares two runs)
 bench: setup netbox-cache
 	@out=bench/results/$$(date +%Y%m%d-%H%M%S); status=0; \
-	for b in commands expand routing roce configs failures push netbox; do \
+	for b in commands expand routing roce configs failures push netbox fresh; do \
 		LOOM_BENCH_OUT=$$out $(MAKE) --no-print-directory bench-$$b || status=1; done; \
 	$(BIN)/python bench/figures.py join $$out; exit $$status
 
@@ -105,6 +105,11 @@ bench: setup netbox-cache
 # LOOM_BENCH_LID_LIMIT=0 leaves it out)
 bench-commands: setup
 	$(BIN)/python bench/commands.py
+
+# make run and make test on a fresh clone of this repository (~35 min; LOOM_BENCH_MAKE_TEST=0
+# leaves make test out)
+bench-fresh: setup
+	$(BIN)/python bench/fresh.py
 
 bench-expand: setup
 	$(BIN)/python bench/expand.py

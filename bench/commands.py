@@ -3,7 +3,7 @@ model, and `loom check` of the fabric at the unicast LID limit (39,936 CAs, 43,4
 verdict and eBB), each a child process timed end to end (wall, and CPU of the process and its
 forked children), beside the issue's targets.  The table's other rows are measured where their
 machinery is: `--only` in bench/configs.py, plan and apply in bench/push.py, the watcher in
-bench/failures.py; `make run` and `make test` are timed on a fresh clone (README).
+bench/failures.py; `make run` and `make test` on a fresh clone in bench/fresh.py.
 
 OpenSM has no figure at the LID limit (ibsim alone would need tens of GB, bench/routing.py);
 its figure beside Loom's check is on the mid-size fabric in bench/routing.py.
