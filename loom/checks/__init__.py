@@ -28,8 +28,8 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
     `deadlock_free_single_vl` says whether the routing would also be safe on one VL.
     `balance_only` ([switch] bool): judge balance on those switches alone (`check_balance`)."""
     walk = Walk(tables)
-    walk.next_switch  # shared with the forked balance check, not computed twice
-    # the balance check's path counts are counted here while its child works on the rest
+    # the balance check's path counts (the one part of it that follows packets: `walk.next_switch`)
+    # are counted here, beside its forked child's group figures
     balance = Forked(lambda paths: check_balance(walk, balance_only, paths), tables.lft.size, takes_input=True)
     try:
         balance.send(path_counts(walk))
