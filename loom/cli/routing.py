@@ -186,7 +186,7 @@ def whatif(model: Path = MODEL_ARG,
     try:
         if fail:
             failure = parse_failures(fabric, fail)
-            outcome = what_if(fabric, failure, design, engine, qos=qos)
+            outcome = phase("reroute and check", lambda: what_if(fabric, failure, design, engine, qos=qos))
             ok = all(o.ok for o in outcome)
             report = {"fabric": fabric.name, "failures": fail, "ok": ok, "planes": [o.as_dict() for o in outcome]}
             if vs_opensm:
@@ -194,7 +194,7 @@ def whatif(model: Path = MODEL_ARG,
         else:
             rng = np.random.default_rng(seed)
             draws = [random_failures(fabric, random, rng) for _ in range(trials)]
-            runs = [what_if(fabric, f, design, engine, qos=qos) for f in draws]
+            runs = phase(f"reroute and check {trials} draws", lambda: [what_if(fabric, f, design, engine, qos=qos) for f in draws])
             summary = trials_summary(runs)
             ok = summary["failed_trials"] == 0
             report = {"fabric": fabric.name, "random": random, "seed": seed, "ok": ok, **summary}
