@@ -36,6 +36,10 @@ from loom.forked import Forked
 from .subnet import LAYER, TO_SWITCH, Subnet
 
 
+#: `UpDown.hops` between switches with no path in their zone: more than any path has
+NOT_CONNECTED = np.iinfo(np.int16).max
+
+
 @dataclass(frozen=True)
 class UpDown:
     sn: Subnet
@@ -118,11 +122,13 @@ class UpDown:
 
     @cached_property
     def hops(self) -> np.ndarray:
-        """[X, Y] switch-to-switch hops within a zone over working links (inf: not connected)."""
+        """[X, Y] switch-to-switch hops within a zone over working links (NOT_CONNECTED: none),
+        as int16: a quarter of the float64 the BFS gives (25 MB, not 99 MB, at the LID limit)."""
         r, _, p = self.links
         m = self.zone[r] == self.zone[p]
         graph = csr_matrix((np.ones(int(m.sum())), (r[m], p[m])), shape=(self.sn.n, self.sn.n))
-        return shortest_path(graph, unweighted=True, directed=False)
+        dist = shortest_path(graph, unweighted=True, directed=False)
+        return np.where(np.isfinite(dist), dist, NOT_CONNECTED).astype(np.int16)
 
     @cached_property
     def live(self) -> np.ndarray:
