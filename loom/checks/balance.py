@@ -233,24 +233,28 @@ def dest_counts(walk: Walk, lids: np.ndarray) -> np.ndarray:
 
 
 def path_counts(walk: Walk) -> np.ndarray:
-    """[sw, port] number of CA-to-CA paths leaving each port (each CA to every other CA)."""
+    """[sw, port] number of CA-to-CA paths leaving each port (each CA to every other CA).  The
+    CAs of a switch travel together (a weight), a chunk of destinations at a time, by flat int32
+    cell numbers into the chunk's columns (a quarter less CPU than 2-D fancy indexing)."""
     sn, lft = walk.tables.subnet, walk.tables.lft
     nxt = walk.next_switch
     counts = np.zeros(sn.n * 256)
     for c in lid_chunks(sn.n, len(sn.ca_lids)):
         ca = sn.ca_lids[c]
-        nxt_c, out_c = nxt[:, ca], lft[:, ca]  # the chunk's columns: small and close together
-        weight = np.repeat(walk.cas_on_switch[:, None], len(ca), axis=1)
-        weight[sn.ca_switch[ca], np.arange(len(ca))] -= 1  # not to itself
-        cur, col = np.nonzero(weight > 0)
-        w = weight[cur, col]
+        width = len(ca)
+        nxt_c, out_c = nxt[:, ca].ravel(), lft[:, ca].ravel()  # the chunk's columns: small and close together
+        weight = np.repeat(walk.cas_on_switch[:, None], width, axis=1)
+        weight[sn.ca_switch[ca], np.arange(width)] -= 1  # not to itself
+        cell = np.flatnonzero(weight > 0).astype(np.int32)
+        cur, col, w = cell // width, cell % width, weight.ravel()[cell]
         for _ in range(sn.n):
-            if not len(cur):
+            if not len(cell):
                 break
-            counts += np.bincount(cur * 256 + out_c[cur, col], weights=w, minlength=sn.n * 256)
-            step = nxt_c[cur, col]
+            counts += np.bincount(cur * 256 + out_c[cell], weights=w, minlength=sn.n * 256)
+            step = nxt_c[cell]
             go = step >= 0
-            cur, col, w = step[go].astype(np.int64), col[go], w[go]
+            cur, col, w = step[go].astype(np.int32), col[go], w[go]
+            cell = cur * width + col
     return counts.astype(np.int64).reshape(sn.n, 256)
 
 
