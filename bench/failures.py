@@ -89,9 +89,10 @@ def main(model: Path) -> int:
                         wait_for_sweep(w)
                         e = w.step()
                     since_event = time.monotonic() - t_event
-                    live_rows = UpDown(subnet(fabric if up else without(fabric, failure), 0)).live
-                    now = tables_from_dump(sn, target.read_lfts(int(live_rows.sum())), "live")
-                    moved = ((now.lft != design.lft) & live_rows[:, None]).any(axis=0)
+                    live = UpDown(subnet(fabric if up else without(fabric, failure), 0))
+                    now = tables_from_dump(sn, target.read_lfts(int(live.live.sum())), "live")
+                    # a destination gone with the failure (the dead spine's own LID) did not move
+                    moved = ((now.lft != design.lft) & live.live[:, None]).any(axis=0) & live.live_lids
                     minimal = "—" if up else ("yes" if not (moved & ~affected_destinations(design, subnet(without(fabric, failure), 0))).any() else "NO")
                     if up:
                         minimal = "design restored" if (now.lft == design.lft).all() else "NOT the design"
