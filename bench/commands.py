@@ -32,7 +32,11 @@ LID_LIMIT = ROOT / "bench/models/lid-limit-40k.yaml"
 
 def quick(report: Figures, label: str, args: list[str], target_cpu: float, runs: int = 5) -> None:
     """A command that takes a fraction of a second: the median of a few runs (CPU is the
-    target: issue 36 states these as CPU time, which a busy machine does not inflate)."""
+    target: issue 36 states these as CPU time, which a busy machine does not inflate).  One
+    unmeasured run first, allowed to write Python's bytecode cache: a user's second command
+    finds it (an installed Loom has it from pip), while a shell with PYTHONDONTWRITEBYTECODE
+    set would have every measured run compile Loom's modules again (~50 ms of `validate`)."""
+    run_cli(args, {"PYTHONDONTWRITEBYTECODE": ""})  # Python reads an empty value as unset
     done = [run_cli(args) for _ in range(runs)]
     bad = [r for r in done if r.code != 0]
     if bad:

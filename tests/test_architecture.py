@@ -141,3 +141,30 @@ def test_starting_the_command_line_loads_no_numerical_library():
     code = "import sys, loom.cli; print(sorted(m for m in ('numpy', 'scipy', 'networkx', 'pydantic') if m in sys.modules))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def test_validate_loads_only_the_model_and_its_expansion(tmp_path):
+    """`loom validate` (issue 36: ≤ 0.4 s of CPU) loads the model, its expansion and the cable
+    catalogue, and nothing of routing, checks, rendering or pushing: no scipy, networkx or
+    Jinja2.  It also runs numpy's BLAS on one thread (`loom.cli.main`): a second one only spins,
+    ~40 ms of CPU per command on two cores."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import atexit, json, os, sys\n"
+            "atexit.register(lambda: print(json.dumps({'modules': sorted(sys.modules), "
+            "'threads': len(os.listdir('/proc/self/task'))}), file=sys.stderr))\n"
+            "sys.argv = ['loom', 'validate', 'topology/tiny.yaml']\n"
+            "from loom.cli import main\n"
+            "main()\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=LOOM.parent, env=env)
+    assert r.returncode == 0 and "valid (tiny, infiniband)" in r.stdout, r.stdout + r.stderr
+    seen = json.loads(r.stderr.strip().splitlines()[-1])
+    heavy = [m for m in seen["modules"] if m.split(".")[0] in ("scipy", "networkx", "jinja2")
+             or m.split(".")[:2] in (["loom", s] for s in ("routing", "checks", "push", "fabrics", "qos", "host"))
+             or m.startswith("loom.render.") and m != "loom.render.cabling"]
+    assert heavy == [], heavy
+    assert "numpy" in seen["modules"] and seen["threads"] == 1, seen["threads"]

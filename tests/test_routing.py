@@ -15,7 +15,7 @@ from loom.expand import expand
 from loom.model import load_model
 from loom.model.rules import zone_layers
 from loom.qos import plan_qos
-from loom.render.opensm import guid2lid, lfts_dump, parse_lfts_dump
+from loom.render.opensm import DumpMismatch, guid2lid, lfts_dump, parse_lfts_dump
 from loom.routing import route
 
 from .faults import plant_credit_loop, plant_detour, plant_drop, plant_forwarding_loop, plant_imbalance, zone_rows
@@ -184,6 +184,28 @@ def test_route_writes_files(tmp_path, tiny):
     for row in range(sn.n):
         s = sn.switch(row)
         assert parsed[s.guid][s.lid] == 0
+
+
+def test_a_dump_is_parsed_once_and_read_only(tiny):
+    """An apply meets the same dump text several times (check, digest, tables, verify, journal):
+    it is parsed once, and what one caller got no other can change; its tables and digest are
+    the same as those of the tables it was written from."""
+    from loom.push.packing import digest_live, digest_tables
+    from loom.render.opensm import _parsed, tables_from_dump
+
+    text = lfts_dump(tiny)
+    _parsed.cache_clear()
+    first = parse_lfts_dump(text)
+    assert parse_lfts_dump("".join(text)) is first and _parsed.cache_info().misses == 1  # an equal text, not only the same object
+    guid = next(iter(first))
+    with pytest.raises(TypeError):
+        first[guid][1] = 7  # type: ignore[index]
+    with pytest.raises(TypeError):
+        first[guid] = {}  # type: ignore[index]
+    assert (tables_from_dump(tiny.subnet, text, "again").lft == tiny.lft).all()
+    assert digest_live(text) == digest_tables(tiny)
+    with pytest.raises(DumpMismatch, match="port 300"):  # a port beyond uint8 is refused, not wrapped into the table
+        tables_from_dump(tiny.subnet, text.replace(" 001 #", " 300 #", 1), "bad")
 
 
 def test_route_counts_the_tables_it_writes(tmp_path):

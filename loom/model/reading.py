@@ -176,11 +176,28 @@ class _TooBig(Exception):
         self.line = mark.line + 1 if mark is not None else None
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's composer with counters; it never constructs (that is `_Builder`'s job)."""
+class _PyEvents(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+    """PyYAML's own scanner and parser, where it was built without libyaml."""
+
+    def __init__(self, text: str) -> None:
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+
+
+#: the events: libyaml's scanner and parser (C, and iterative: no recursion for a deep document
+#: to exhaust) take a third of the pure-Python ones' time, which was most of reading a model.
+_Events = yaml.cyaml.CParser if yaml.__with_libyaml__ else _PyEvents
+
+
+class _BoundedLoader(yaml.composer.Composer, _Events, yaml.resolver.Resolver):
+    """PyYAML's composer with counters, on `_Events`; it never constructs (that is `_Builder`'s
+    job).  The composer stays Python, ahead of the parser in the MRO, so the counters see every node."""
 
     def __init__(self, text: str, limits: YamlLimits) -> None:
-        super().__init__(text)
+        _Events.__init__(self, text)
+        yaml.composer.Composer.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
         self.limits, self.depth, self.count, self.alias_count = limits, 0, 0, 0
 
     def compose_node(self, parent, index):

@@ -12,6 +12,7 @@ import base64
 import gzip
 import hashlib
 import json
+from functools import lru_cache
 from typing import Annotated
 
 import numpy as np
@@ -24,14 +25,19 @@ from loom.routing.base import NO_ROUTE, Tables
 from .errors import PlanError
 
 
+@lru_cache(maxsize=4)
 def digest_live(text: str) -> str:
-    """Digest of tables, independent of dump formatting: sorted (guid, lid, port) rows."""
+    """Digest of tables, independent of dump formatting: sorted (guid, lid, port) rows.  Once
+    per text, as its parse (`parse_lfts_dump`): an apply digests the same dumps several times."""
     parsed = parse_lfts_dump(text)
     h = hashlib.sha256()
     for guid in sorted(parsed):
         entries = parsed[guid]
+        lids = np.fromiter(entries.keys(), dtype=np.uint32, count=len(entries))
+        ports = np.fromiter(entries.values(), dtype=np.uint32, count=len(entries))
+        order = np.argsort(lids)
         h.update(guid.to_bytes(8, "big"))
-        h.update(np.array(sorted(entries.items()), dtype=np.uint32).tobytes())
+        h.update(np.column_stack([lids[order], ports[order]]).tobytes())
     return h.hexdigest()
 
 

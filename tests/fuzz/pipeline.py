@@ -17,7 +17,7 @@ from loom.routing import RoutingError
 
 REFUSALS = (ModelError, RoutingError)
 OUT = Path("/nonexistent-loom-fuzz-out")  # never written: `inside` only resolves paths
-#: The inventory is a YAML file per host (PyYAML's pure-Python emitter: ~7-50 ms each); fabrics up to
+#: The inventory is a YAML file per host (fire-flyer-2: 1,411 files in 0.35 s); fabrics up to
 #: this size get one, larger ones would spend the case's time budget dumping YAML.
 INVENTORY_NODES = 24
 #: Fabrics with more NIC ports are validated, expanded and summarised only (routing the 32,768-GPU
