@@ -9,7 +9,8 @@ through a pipe: the second core does half the work (the LID-limit fabric: 150 mi
 Used only where it pays and is safe: subnets of at least FORK_CELLS cells (below that the fork
 costs more than it saves), on the main thread (the child resets SIGINT/SIGTERM to their
 defaults so an apply's restore handler never runs in it, and only the main thread may), where
-os.fork exists and works, and not inside a child (one fork at a time: two cores); otherwise the
+os.fork exists and works, and not inside a child (children are the parent's alone: on two cores,
+a child's own forks would only queue); otherwise the
 work runs inline and `result()` just returns it.  The child touches no console, log or file of
 the parent (descriptors it inherits are only held until it exits, seconds later) and leaves
 with os._exit, so no atexit handler of the parent (a temporary directory's removal) runs twice.

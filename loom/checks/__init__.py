@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from loom.forked import Forked
 from loom.model.rules import direction_split, zone_layers
 from loom.routing.base import Tables
@@ -28,22 +30,26 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
     `deadlock_free_single_vl` says whether the routing would also be safe on one VL.
     `balance_only` ([switch] bool): judge balance on those switches alone (`check_balance`)."""
     walk = Walk(tables)
-    # the balance check's path counts (the one part of it that follows packets: `walk.next_switch`)
-    # are counted here, beside its forked child's group figures
-    balance = Forked(lambda paths: check_balance(walk, balance_only, paths), tables.lft.size, takes_input=True)
+    # three processes on a large subnet: the balance check's CA-to-CA path counts (the one part of
+    # it that follows packets) in a child of their own, the rest of the balance check in another,
+    # which the parent hands the counts to once it has checked reachability (about when they are
+    # ready), before deadlock and eBB
+    paths = Forked(lambda: path_counts(walk), tables.lft.size)
+    balance = Forked(lambda counts: check_balance(walk, balance_only, counts), tables.lft.size, takes_input=True)
     try:
-        balance.send(path_counts(walk))
-        report = _other_checks(walk, ebb_samples, qos)
+        report = _other_checks(walk, ebb_samples, qos, lambda: balance.send(paths.result()))
         bal = balance.result()
     finally:
+        paths.close()
         balance.close()
     return {**report, "balance": bal.as_dict()}
 
 
-def _other_checks(walk: Walk, ebb_samples: int, qos) -> dict:
+def _other_checks(walk: Walk, ebb_samples: int, qos, after_reachability: Callable[[], None]) -> dict:
     """Everything of `check_tables` but balance (which runs beside it, `Forked`), in its key order."""
     tables = walk.tables
     reach = check_reachability(walk)
+    after_reachability()
     layers = zone_layers(tables.subnet.fabric.model)
     dead = check_deadlock(walk, layers=layers)
     q = check_qos(walk, qos, dead.deadlock_free and layers is None, layers) if qos is not None else None

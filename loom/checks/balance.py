@@ -19,6 +19,7 @@ O(switches × CA LIDs × path length) for the path counts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -112,19 +113,20 @@ class GroupFigures:
     design: int
     per_role: dict[str, tuple[int, int, int]]  # role: (max, as-built bound, design bound)
 
-    @property
+    @cached_property  # asked several times per group by `check_balance`: 80,000 groups at the LID limit
     def over(self) -> bool:
         return self.loads.max() > self.bound or any(m > b for m, b, _ in self.per_role.values())
 
-    @property
+    @cached_property
     def over_design(self) -> bool:
         return self.loads.max() > self.design or any(m > d for m, _, d in self.per_role.values())
 
 
-def _exact(group: PortGroup, role: int | None) -> int:
-    """The as-built bound; the flow is solved only when the counting bound is not already met."""
+def _exact(group: PortGroup, role: int | None, legal: bool) -> int:
+    """The as-built bound; the flow is solved only when the counting bound is not already met
+    (`legal`: the group's `legal()`, asked once per group, not once per role)."""
     quick = counting_bound(group.patterns, group.counts(role))
-    if group.legal() and group.loads(role).max(initial=0) <= quick:
+    if legal and group.loads(role).max(initial=0) <= quick:
         return quick
     return group.bound(role)
 
@@ -169,12 +171,13 @@ def group_figures(walk: Walk, only: np.ndarray | None = None, judged: Judged | N
             if level is None:
                 continue
             dports = _design_ports(sn, g.switch, g.direction, len(g.ports))
-            if len(g.ports) == 1 and g.legal():  # most groups (a spine's link down to one leaf): load = bound
+            legal = g.legal()
+            if len(g.ports) == 1 and legal:  # most groups (a spine's link down to one leaf): load = bound
                 out.append(_one_port_figures(sn, level, int(g.switch), int(g.ports[0]), g.roles, names, dports))
                 continue
-            per_role = {names[r]: (int(g.loads(r).max()), _exact(g, r), -(-int((g.roles == r).sum()) // dports))
+            per_role = {names[r]: (int(g.loads(r).max()), _exact(g, r, legal), -(-int((g.roles == r).sum()) // dports))
                         for r in g.role_codes()}
-            out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), g.loads(), _exact(g, None),
+            out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), g.loads(), _exact(g, None, legal),
                                     -(-len(g.lids) // dports), per_role))
     return out
 
@@ -291,7 +294,7 @@ def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[]
         per_role[role] = {"max_dest_per_up_port": worst.per_role[role][0], "lower_bound": worst.per_role[role][1],
                           "design_bound": worst.per_role[role][2],
                           "over_bound": sum(g.per_role[role][0] > g.per_role[role][1] for g in have)}
-    inter_zone = _inter_zone(walk, dest_counts(walk, walk.valid_lids))
+    inter_zone = _inter_zone(walk)
     iz_ok = inter_zone is None or inter_zone["max_dest_per_link"] <= inter_zone["lower_bound"]
     worst = [f"{g.switch} ({g.level}) ports {_span(g.ports)}: max {int(g.loads.max())} destinations, as-built bound "
              f"{g.bound}" + "".join(f", {r} {m}/{b}" for r, (m, b, _) in g.per_role.items() if m > b)
@@ -321,8 +324,9 @@ def _span(ports: list[int]) -> str:
     return f"{ports[0]}-{ports[-1]}" if len(ports) > 1 else str(ports[0])
 
 
-def _inter_zone(walk: Walk, counts: np.ndarray) -> dict | None:
-    """Destinations per inter-zone link direction, against ceil(remote LIDs / links)."""
+def _inter_zone(walk: Walk) -> dict | None:
+    """Destinations per inter-zone link direction, against ceil(remote LIDs / links) (counted
+    only where there are such links: on one zone, `dest_counts` would be 2 s for nothing)."""
     sn = walk.tables.subnet
     zone = np.array([sn.switch(i).zone for i in range(sn.n)])
     rows, cols = np.nonzero(sn.peer_kind == TO_SWITCH)
@@ -330,7 +334,7 @@ def _inter_zone(walk: Walk, counts: np.ndarray) -> dict | None:
     if not m.any():
         return None
     rows, cols = rows[m], cols[m]
-    hi, lo, bound = _by_zone_pair(counts, rows, cols, zone, sn)
+    hi, lo, bound = _by_zone_pair(dest_counts(walk, walk.valid_lids), rows, cols, zone, sn)
     return {"max_dest_per_link": hi, "min_dest_per_link": lo, "lower_bound": bound, "links": int(m.sum())}
 
 
