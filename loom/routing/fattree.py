@@ -50,6 +50,7 @@ from loom.model.schema import FatTree2, FatTree3
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft
 from .cover import cover, even_out, trades
+from .settle import settle
 from .subnet import TO_SWITCH, Subnet
 
 ROLE_ORDER = {"storage": 0, "compute": 1, "management": 2, "other": 3, "switch": 4}
@@ -394,6 +395,7 @@ class FatTreeEngine:
                 lft[z.spine(*spines[k]), att_lid[i]] = z.spine_down + 1 + index
         if not cabled.all():
             self._detour(sn, z, lft, cabled)
+        settle(sn, z, lft, roles)
 
     @staticmethod
     def _switch_lids_up(sn: Subnet, z: Zone, lft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,151 @@
+"""Every leaf's up-port for every destination chosen at once, on a small intact zone, so that the
+leaves' up-ports and the links into each leaf meet their bounds together.
+
+`cover` gives each destination one up-port index used by every leaf.  That cannot always meet
+every leaf's per-role bound: five leaves with two compute CAs each and four up-ports — each leaf
+sends 8 compute destinations (bound 2 per port), 10 compute destinations share 4 indices, so
+one index holds 3, and a leaf holding none of those 3 sends all 3 up one port.  A destination
+must then take different ports from different leaves; the per-switch repair
+(`asbuilt.fit_to_fabric`) does that one leaf at a time, blind to the CA-to-CA paths it piles
+onto one spine's link into the destination's leaf (the "into" bound of `checks.subtrees`).
+
+`settle` is the integer program over what each leaf sends up (HiGHS, as `cover._assign`):
+x[k, d, i] = leaf k sends destination d up index i, for every leaf with channel adapters (the
+sources whose up-ports are judged), with
+- each leaf's up-port loads per role and in total at most ceil(sent / up-ports);
+- each spine→leaf link's CA-to-CA paths (leaf k weighs its CAs; the link is the spine at d's
+  pod and index position, and the port that spine sends d down) at most the into bound
+  ceil(the leaf's CAs / its up-links) × the CAs outside it;
+- a spine's or core's own LID only up to its spine position (any parallel link);
+keeping as many entries as it can.  It runs only where a bound is missed, on zones of at most
+`CELLS` cells with every up-link cabled and no inter-zone links (traffic from other zones weighs
+a border leaf more than its CAs); elsewhere the repair does what it did.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import NO_ROUTE
+from .subnet import TO_SWITCH
+from .updown import UpDown
+
+#: (leaf, destination, index) cells up to which the program is built, and its time limit
+CELLS, SECONDS = 150_000, 5.0
+
+
+def settle(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
+    """Rewrite the zone's leaf rows of `lft` in place where the program finds a solution."""
+    leaves, n_up, up0 = z.leaves, z.U, z.down + 1
+    if len(leaves) * np.count_nonzero(lft[leaves[0]] != NO_ROUTE) * n_up > CELLS:
+        return  # before any [leaf × LID] array: a large zone costs nothing here
+    if not (sn.peer_kind[leaves][:, up0:up0 + n_up] == TO_SWITCH).all() or UpDown.of(sn).cross_port[leaves].any():
+        return
+    live_ca = sn.ca_lids[sn.ca_switch[sn.ca_lids] >= 0]
+    w = np.bincount(sn.ca_switch[live_ca], minlength=sn.n)[leaves]  # CAs per leaf: the weight of its paths
+    up = lft[leaves].astype(np.int64) - up0
+    sent = (up >= 0) & (up < n_up) & (w > 0)[:, None]
+    k, d = np.nonzero(sent)
+    if not len(k) or len(k) * n_up > CELLS:
+        return
+    cur = up[k, d]
+    r = roles[d]
+    nr = int(r.max()) + 1
+    load = np.zeros((len(leaves), n_up, nr), np.int64)
+    np.add.at(load, (k, cur, r), 1)
+    bound_r = -(-load.sum(axis=1) // n_up)  # [leaf, role]
+    bound = -(-load.sum(axis=(1, 2)) // n_up)
+    # links into leaves: local CA destinations, home leaf e, the spine at their pod and position
+    edge_of = np.full(sn.n, -1, np.int64)
+    edge_of[leaves] = np.arange(len(leaves))
+    home = np.where(sn.lid_switch[d] < 0, edge_of[np.maximum(sn.ca_switch[d], 0)], -1)
+    home[sn.ca_switch[d] < 0] = -1
+    total_ca = int(w.sum())
+    own = np.bincount(sn.ca_switch[live_ca], minlength=sn.n)[leaves]
+    pbound = -(-own // n_up) * (total_ca - own)  # [home edge]
+    paths = _link_paths(sn, z, lft, k, d, cur, home, w)
+    over = (load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any() \
+        or any(v > pbound[e] for (e, _), v in paths.items())
+    if not over:
+        return
+    got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, True)
+    if got is None and z.links == 1:
+        got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, False)
+    if got is not None:
+        lft[leaves[k], d] = up0 + got
+
+
+def _spine_at(z, e: np.ndarray, i: np.ndarray) -> np.ndarray:
+    """Rows of the spines at index positions i in home leaves e's pods."""
+    return z.spines[z.leaf_pod(e) * z.S + i % z.S]
+
+
+def _link_paths(sn, z, lft, k, d, idx, home, w) -> dict:
+    """{(home edge, (spine row, port)): CA-to-CA paths} as the leaves' choices `idx` stand."""
+    out: dict = {}
+    for e in np.unique(home[home >= 0]):
+        sel = np.flatnonzero((home == e) & (k != e))
+        spine = _spine_at(z, np.full(len(sel), e), idx[sel])
+        port = lft[spine, d[sel]]
+        for s, p, weight in zip(spine.tolist(), port.tolist(), w[k[sel]].tolist()):
+            out[int(e), (s, p)] = out.get((int(e), (s, p)), 0) + weight
+    return out
+
+
+def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spine: bool) -> np.ndarray | None:
+    """The program of the module doc; with `same_spine`, each leaf keeps the spine it sends each
+    destination to and only picks among its parallel links to it: what reaches each spine, and
+    so every link into every leaf, stays as it is (no path rows needed)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    n_up, pairs = z.U, len(k)
+    # allowed indices: a spine's or core's own LID keeps its spine position
+    sw = sn.lid_switch[d]
+    fixed_pos = ((sw >= 0) & np.isin(sw, np.r_[z.spines, z.cores])) | same_spine
+    i = np.tile(np.arange(n_up), pairs)
+    p = np.repeat(np.arange(pairs), n_up)
+    ok = ~fixed_pos[p] | (i % z.S == cur[p] % z.S)
+    i, p = i[ok], p[ok]
+    cells = len(p)
+    nr = bound_r.shape[1]
+    leaves = len(z.leaves)
+    rows, lo, hi = [], [], []
+    rows.append(p)  # one index per pair
+    lo.append(np.ones(pairs))
+    hi.append(np.ones(pairs))
+    base = pairs
+    rows.append(base + (k[p] * nr + r[p]) * n_up + i)  # per role
+    lo.append(np.full(leaves * nr * n_up, -np.inf))
+    hi.append(np.repeat(bound_r.ravel(), n_up).astype(float))
+    base += leaves * nr * n_up
+    rows.append(base + k[p] * n_up + i)  # in total
+    lo.append(np.full(leaves * n_up, -np.inf))
+    hi.append(np.repeat(bound, n_up).astype(float))
+    base += leaves * n_up
+    vals = [np.ones(cells)] * 3
+    cols = [np.arange(cells)] * 3
+    # links into leaves
+    into = np.flatnonzero((home[p] >= 0) & (k[p] != home[p]) & (not same_spine))
+    if len(into):
+        e = home[p[into]]
+        spine = _spine_at(z, e, i[into])
+        port = lft[spine, d[p[into]]].astype(np.int64)
+        key = (e * sn.n + spine) * 256 + port
+        link, inv = np.unique(key, return_inverse=True)
+        rows.append(base + inv)
+        cols.append(into)
+        vals.append(w[k[p[into]]].astype(float))
+        lo.append(np.full(len(link), -np.inf))
+        hi.append(pbound[link // 256 // sn.n].astype(float))
+    a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                   shape=(int(sum(len(x) for x in lo)), cells)).tocsr()
+    cost = -(i == cur[p]).astype(float)
+    res = milp(cost, constraints=LinearConstraint(a, np.concatenate(lo), np.concatenate(hi)),
+               integrality=np.ones(cells), bounds=Bounds(0, 1), options={"time_limit": SECONDS})
+    if res.status != 0 or res.x is None:
+        return None
+    chosen = np.full(pairs, -1, np.int64)
+    on = res.x > 0.5
+    chosen[p[on]] = i[on]
+    return chosen if (chosen >= 0).all() else None
