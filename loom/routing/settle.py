@@ -69,10 +69,19 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
     if not over:
         return
     got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, True)
-    if got is None and z.links == 1:
-        got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, False)
     if got is not None:
         lft[leaves[k], d] = up0 + got
+        return
+    got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, False)
+    if got is None:
+        return
+    # what reaches each spine changed: its parallel links to each leaf are chosen again
+    delivered = np.where(np.isin(sn.lid_switch[d], leaves), edge_of[np.maximum(sn.lid_switch[d], 0)], home)
+    links = _spine_links(sn, z, lft, k, d, got, delivered, home >= 0, w, r, pbound) if z.links > 1 else {}
+    if links is not None:
+        lft[leaves[k], d] = up0 + got
+        for (row, lid), port in links.items():
+            lft[row, lid] = port
 
 
 def _spine_at(z, e: np.ndarray, i: np.ndarray) -> np.ndarray:
@@ -130,14 +139,15 @@ def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spi
     if len(into):
         e = home[p[into]]
         spine = _spine_at(z, e, i[into])
-        port = lft[spine, d[p[into]]].astype(np.int64)
+        # one link: the port the spine takes down; parallel links: the spine's, chosen after
+        port = lft[spine, d[p[into]]].astype(np.int64) if z.links == 1 else np.zeros(len(into), np.int64)
         key = (e * sn.n + spine) * 256 + port
         link, inv = np.unique(key, return_inverse=True)
         rows.append(base + inv)
         cols.append(into)
         vals.append(w[k[p[into]]].astype(float))
         lo.append(np.full(len(link), -np.inf))
-        hi.append(pbound[link // 256 // sn.n].astype(float))
+        hi.append(pbound[link // 256 // sn.n].astype(float) * z.links)
     a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                    shape=(int(sum(len(x) for x in lo)), cells)).tocsr()
     cost = -(i == cur[p]).astype(float)
@@ -149,3 +159,54 @@ def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spi
     on = res.x > 0.5
     chosen[p[on]] = i[on]
     return chosen if (chosen >= 0).all() else None
+
+
+def _spine_links(sn, z, lft, k, d, idx, delivered, is_ca, w, r, pbound) -> dict | None:
+    """{(spine row, LID): port} for every spine and leaf it has parallel links to: the
+    destinations of that leaf that now reach the spine, over its links, each link within
+    ceil(their count / links) per role and in total and within the leaf's paths bound (a CA
+    destination weighs the CAs of every leaf that sends it to this spine), keeping as many
+    entries as it can.  None when some spine cannot."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    sel = np.flatnonzero((delivered >= 0) & (k != delivered))
+    spine = _spine_at(z, delivered[sel], idx[sel])
+    key, inv = np.unique(spine * (sn.max_lid + 1) + d[sel], return_inverse=True)  # (spine, destination)
+    weight = np.bincount(inv, weights=np.where(is_ca[sel], w[k[sel]], 0), minlength=len(key))
+    rows_s, lids = key // (sn.max_lid + 1), key % (sn.max_lid + 1)
+    first = np.zeros(len(key), np.int64)
+    first[inv] = sel
+    home, role = delivered[first], r[first]
+    out: dict = {}
+    for s_row, e in {(int(a), int(b)) for a, b in zip(rows_s, home)}:
+        mine = np.flatnonzero((rows_s == s_row) & (home == e))
+        ports = np.flatnonzero((sn.peer_kind[s_row] == TO_SWITCH) & (sn.peer_dev[s_row] == z.leaves[e]))
+        m, n = len(ports), len(mine)
+        cur = (lft[s_row, lids[mine]][:, None] == ports[None, :])
+        x = np.arange(n * m).reshape(n, m)
+        a_rows, a_cols, a_vals, lo, hi = [], [], [], [], []
+
+        def add(cols, vals, low, high):
+            a_rows.extend([len(lo)] * len(cols))
+            a_cols.extend(cols)
+            a_vals.extend(vals)
+            lo.append(low)
+            hi.append(high)
+
+        for j in range(n):
+            add(x[j].tolist(), [1] * m, 1, 1)
+        for q in range(m):
+            add(x[:, q].tolist(), [1] * n, -np.inf, -(-n // m))
+            for rr in np.unique(role[mine]):
+                got = np.flatnonzero(role[mine] == rr)
+                add(x[got, q].tolist(), [1] * len(got), -np.inf, -(-len(got) // m))
+            add(x[:, q].tolist(), weight[mine].tolist(), -np.inf, float(pbound[e]))
+        a = coo_matrix((a_vals, (a_rows, a_cols)), shape=(len(lo), n * m)).tocsr()
+        res = milp(-cur.ravel().astype(float), constraints=LinearConstraint(a, lo, hi), integrality=np.ones(n * m),
+                   bounds=Bounds(0, 1), options={"time_limit": SECONDS})
+        if res.status != 0 or res.x is None:
+            return None
+        pick = res.x.reshape(n, m).argmax(axis=1)
+        out.update({(s_row, int(lids[mine[j]])): int(ports[pick[j]]) for j in range(n)})
+    return out
