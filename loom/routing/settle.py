@@ -63,9 +63,14 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
     total_ca = int(w.sum())
     own = np.bincount(sn.ca_switch[live_ca], minlength=sn.n)[leaves]
     pbound = -(-own // n_up) * (total_ca - own)  # [home edge]
-    paths = _link_paths(sn, z, lft, k, d, cur, home, w)
-    over = (load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any() \
-        or any(v > pbound[e] for (e, _), v in paths.items())
+    if z.three:  # the links into a pod: ceil(its CAs / core links into it) × the CAs outside
+        pod_ca = np.bincount(z.leaf_pod(np.arange(len(leaves))), weights=own).astype(np.int64)
+        pbound = (pbound, -(-pod_ca // (z.S * z.spec.spine_up)) * (total_ca - pod_ca))
+    else:
+        pbound = (pbound, None)
+    sel, key, cap = _into(sn, z, lft, k, d, cur, home, w, pbound, True)
+    paths = np.bincount(key, weights=w[k[sel]], minlength=len(cap))
+    over = (load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any() or (paths > cap).any()
     if not over:
         return
     got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, True)
@@ -77,7 +82,7 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
         return
     # what reaches each spine changed: its parallel links to each leaf are chosen again
     delivered = np.where(np.isin(sn.lid_switch[d], leaves), edge_of[np.maximum(sn.lid_switch[d], 0)], home)
-    links = _spine_links(sn, z, lft, k, d, got, delivered, home >= 0, w, r, pbound) if z.links > 1 else {}
+    links = _spine_links(sn, z, lft, k, d, got, delivered, home >= 0, w, r, pbound[0]) if z.links > 1 else {}
     if links is not None:
         lft[leaves[k], d] = up0 + got
         for (row, lid), port in links.items():
@@ -89,16 +94,32 @@ def _spine_at(z, e: np.ndarray, i: np.ndarray) -> np.ndarray:
     return z.spines[z.leaf_pod(e) * z.S + i % z.S]
 
 
-def _link_paths(sn, z, lft, k, d, idx, home, w) -> dict:
-    """{(home edge, (spine row, port)): CA-to-CA paths} as the leaves' choices `idx` stand."""
-    out: dict = {}
-    for e in np.unique(home[home >= 0]):
-        sel = np.flatnonzero((home == e) & (k != e))
-        spine = _spine_at(z, np.full(len(sel), e), idx[sel])
-        port = lft[spine, d[sel]]
-        for s, p, weight in zip(spine.tolist(), port.tolist(), w[k[sel]].tolist()):
-            out[int(e), (s, p)] = out.get((int(e), (s, p)), 0) + weight
-    return out
+def _into(sn, z, lft, k, d, idx, home, w, pbound, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which link into a subtree each choice (leaf k sends d up index idx) puts d's paths on:
+    (the choices that reach one, a link number for each, each link's paths bound).  Into a leaf:
+    the spine at d's pod and the index's position, the port it takes down (with `exact` False
+    and parallel links: all of its links to the leaf as one, `_spine_links` splits them).
+    Into a pod (three layers, from another pod): the core the sender's spine takes d up to, and
+    the port that core takes down."""
+    leaf_bound, pod_bound = pbound
+    sel = np.flatnonzero((home >= 0) & (k != home))
+    e = home[sel]
+    spine = _spine_at(z, e, idx[sel])
+    port = lft[spine, d[sel]].astype(np.int64) if exact or z.links == 1 else np.zeros(len(sel), np.int64)
+    keys, caps = [(e * sn.n + spine) * 256 + port], [leaf_bound[e] * (1 if exact else z.links)]
+    picks = [sel]
+    if pod_bound is not None:
+        pod = z.leaf_pod(home)
+        far = sel[pod[sel] != z.leaf_pod(k[sel])]
+        up = z.spines[z.leaf_pod(k[far]) * z.S + idx[far] % z.S]
+        core = sn.peer_dev[up, lft[up, d[far]]]
+        keys.append(((sn.n + pod[far]) * sn.n + core) * 256 + lft[core, d[far]])
+        caps.append(pod_bound[pod[far]])
+        picks.append(far)
+    link, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    cap = np.zeros(len(link), np.int64)
+    cap[inv] = np.concatenate(caps)
+    return np.concatenate(picks), inv, cap
 
 
 def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spine: bool) -> np.ndarray | None:
@@ -134,20 +155,13 @@ def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spi
     base += leaves * n_up
     vals = [np.ones(cells)] * 3
     cols = [np.arange(cells)] * 3
-    # links into leaves
-    into = np.flatnonzero((home[p] >= 0) & (k[p] != home[p]) & (not same_spine))
-    if len(into):
-        e = home[p[into]]
-        spine = _spine_at(z, e, i[into])
-        # one link: the port the spine takes down; parallel links: the spine's, chosen after
-        port = lft[spine, d[p[into]]].astype(np.int64) if z.links == 1 else np.zeros(len(into), np.int64)
-        key = (e * sn.n + spine) * 256 + port
-        link, inv = np.unique(key, return_inverse=True)
+    if not same_spine:  # links into leaves and pods
+        into, inv, cap = _into(sn, z, lft, k[p], d[p], i, home[p], w, pbound, False)
         rows.append(base + inv)
         cols.append(into)
         vals.append(w[k[p[into]]].astype(float))
-        lo.append(np.full(len(link), -np.inf))
-        hi.append(pbound[link // 256 // sn.n].astype(float) * z.links)
+        lo.append(np.full(len(cap), -np.inf))
+        hi.append(cap.astype(float))
     a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                    shape=(int(sum(len(x) for x in lo)), cells)).tocsr()
     cost = -(i == cur[p]).astype(float)
