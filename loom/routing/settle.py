@@ -68,6 +68,14 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
         pbound = (pbound, -(-pod_ca // (z.S * z.spec.spine_up)) * (total_ca - pod_ca))
     else:
         pbound = (pbound, None)
+    _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edge_of)
+    if z.three:
+        _spines(sn, z, lft, roles, w, pbound[1], edge_of)
+
+
+def _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edge_of) -> None:
+    """The leaves' program where a bound is missed: first keeping every spine, then free."""
+    leaves, up0 = z.leaves, z.down + 1
     sel, key, cap = _into(sn, z, lft, k, d, cur, home, w, pbound, True)
     paths = np.bincount(key, weights=w[k[sel]], minlength=len(cap))
     over = (load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any() or (paths > cap).any()
@@ -87,6 +95,63 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
         lft[leaves[k], d] = up0 + got
         for (row, lid), port in links.items():
             lft[row, lid] = port
+
+
+def _spines(sn, z, lft, roles, w, pod_bound, edge_of) -> None:
+    """The same one level up (three layers): each spine's up-port (its core) for each destination
+    its pod's leaves send it, within its per-role and total bounds and the core→pod links'
+    paths bounds; a destination weighs the CAs of the leaves that send it to this spine."""
+    up0, n_up, n_leaf_up = z.spine_down + 1, z.spec.spine_up, z.U
+    spines = z.spines
+    if not (sn.peer_kind[spines][:, up0:up0 + n_up] == TO_SWITCH).all():
+        return
+    lpod = z.leaf_pod(np.arange(len(z.leaves)))
+    lup = lft[z.leaves].astype(np.int64) - (z.down + 1)
+    weight = np.zeros((len(spines), lft.shape[1]), np.int64)  # [spine, lid]: CAs whose traffic it carries up
+    reached = np.zeros(weight.shape, bool)
+    for j in range(len(spines)):
+        m = (lpod == j // z.S)[:, None] & (lup >= 0) & (lup < n_leaf_up) & (lup % z.S == j % z.S) & (w > 0)[:, None]
+        weight[j] = (m * w[:, None]).sum(axis=0)
+        reached[j] = m.any(axis=0)
+    vs = lft[spines].astype(np.int64) - up0
+    j, d = np.nonzero(reached & (vs >= 0) & (vs < n_up))
+    if not len(j):
+        return
+    cur, r = vs[j, d], roles[d]
+    nr = int(r.max()) + 1
+    load = np.zeros((len(spines), n_up, nr), np.int64)
+    np.add.at(load, (j, cur, r), 1)
+    bound_r = -(-load.sum(axis=1) // n_up)
+    bound = -(-load.sum(axis=(1, 2)) // n_up)
+    pod = np.where(sn.lid_switch[d] < 0, lpod[edge_of[np.maximum(sn.ca_switch[d], 0)]], -1)
+    pod[(sn.ca_switch[d] < 0) | (edge_of[np.maximum(sn.ca_switch[d], 0)] < 0)] = -1
+    paths_of = np.where(pod >= 0, weight[j, d], 0)
+    core_of = sn.peer_dev[spines][:, up0:up0 + n_up]  # [spine, index]
+
+    def into(p, i, exact=True):
+        sel = np.flatnonzero(pod[p] >= 0)
+        core = core_of[j[p[sel]], i[sel]]
+        port = lft[core, d[p[sel]]].astype(np.int64) if exact else np.zeros(len(sel), np.int64)
+        link, inv = np.unique((pod[p[sel]] * sn.n + core) * 256 + port, return_inverse=True)
+        return sel, inv, pod_bound[link // 256 // sn.n], paths_of[p[sel]]
+
+    sel, inv, cap, wt = into(np.arange(len(j)), cur)
+    over = (load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any() \
+        or (np.bincount(inv, weights=wt, minlength=len(cap)) > cap).any()
+    if not over:
+        return
+    own_core = np.isin(sn.lid_switch[d], z.cores)
+    for same_core in (True, False):
+        if not same_core and z.clinks > 1:
+            break  # a core's parallel links into a pod: its own choice, not modelled here
+
+        def allowed(p, i, same_core=same_core):
+            return ~(own_core[p] | same_core) | (core_of[j[p], i] == core_of[j[p], cur[p]])
+
+        got = _solve(j, cur, r, n_up, bound_r, bound, allowed, None if same_core else into)
+        if got is not None:
+            lft[spines[j], d] = up0 + got
+            return
 
 
 def _spine_at(z, e: np.ndarray, i: np.ndarray) -> np.ndarray:
@@ -126,46 +191,57 @@ def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spi
     """The program of the module doc; with `same_spine`, each leaf keeps the spine it sends each
     destination to and only picks among its parallel links to it: what reaches each spine, and
     so every link into every leaf, stays as it is (no path rows needed)."""
+    sw = sn.lid_switch[d]
+    fixed = ((sw >= 0) & np.isin(sw, np.r_[z.spines, z.cores])) | same_spine  # a switch's own LID: its spine position
+
+    def allowed(p, i):
+        return ~fixed[p] | (i % z.S == cur[p] % z.S)
+
+    def into(p, i):
+        sel, inv, cap = _into(sn, z, lft, k[p], d[p], i, home[p], w, pbound, False)
+        return sel, inv, cap, w[k[p[sel]]]
+
+    return _solve(k, cur, r, z.U, bound_r, bound, allowed, None if same_spine else into)
+
+
+def _solve(sender, cur, r, n_up, bound_r, bound, allowed, into) -> np.ndarray | None:
+    """x[pair, index]: each pair (a sender and a destination it sends up) on one allowed index;
+    each sender's loads per index within `bound_r` [sender, role] and `bound` [sender]; with
+    `into(p, i)` → (cells, link of each, each link's bound, each cell's weight) the weighted
+    load of every link within its bound; keeping as many current indices as it can.  The
+    chosen index per pair, or None (infeasible, or not solved in SECONDS)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
-    n_up, pairs = z.U, len(k)
-    # allowed indices: a spine's or core's own LID keeps its spine position
-    sw = sn.lid_switch[d]
-    fixed_pos = ((sw >= 0) & np.isin(sw, np.r_[z.spines, z.cores])) | same_spine
+    pairs = len(sender)
     i = np.tile(np.arange(n_up), pairs)
     p = np.repeat(np.arange(pairs), n_up)
-    ok = ~fixed_pos[p] | (i % z.S == cur[p] % z.S)
+    ok = allowed(p, i)
     i, p = i[ok], p[ok]
     cells = len(p)
-    nr = bound_r.shape[1]
-    leaves = len(z.leaves)
-    rows, lo, hi = [], [], []
-    rows.append(p)  # one index per pair
-    lo.append(np.ones(pairs))
-    hi.append(np.ones(pairs))
+    senders, nr = bound_r.shape
+    rows, cols, vals, lo, hi = [p], [np.arange(cells)], [np.ones(cells)], [np.ones(pairs)], [np.ones(pairs)]
     base = pairs
-    rows.append(base + (k[p] * nr + r[p]) * n_up + i)  # per role
-    lo.append(np.full(leaves * nr * n_up, -np.inf))
+    rows.append(base + (sender[p] * nr + r[p]) * n_up + i)  # per role
+    lo.append(np.full(senders * nr * n_up, -np.inf))
     hi.append(np.repeat(bound_r.ravel(), n_up).astype(float))
-    base += leaves * nr * n_up
-    rows.append(base + k[p] * n_up + i)  # in total
-    lo.append(np.full(leaves * n_up, -np.inf))
+    base += senders * nr * n_up
+    rows.append(base + sender[p] * n_up + i)  # in total
+    lo.append(np.full(senders * n_up, -np.inf))
     hi.append(np.repeat(bound, n_up).astype(float))
-    base += leaves * n_up
-    vals = [np.ones(cells)] * 3
-    cols = [np.arange(cells)] * 3
-    if not same_spine:  # links into leaves and pods
-        into, inv, cap = _into(sn, z, lft, k[p], d[p], i, home[p], w, pbound, False)
+    base += senders * n_up
+    cols += [np.arange(cells)] * 2
+    vals += [np.ones(cells)] * 2
+    if into is not None:
+        sel, inv, cap, weight = into(p, i)
         rows.append(base + inv)
-        cols.append(into)
-        vals.append(w[k[p[into]]].astype(float))
+        cols.append(sel)
+        vals.append(weight.astype(float))
         lo.append(np.full(len(cap), -np.inf))
         hi.append(cap.astype(float))
     a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                    shape=(int(sum(len(x) for x in lo)), cells)).tocsr()
-    cost = -(i == cur[p]).astype(float)
-    res = milp(cost, constraints=LinearConstraint(a, np.concatenate(lo), np.concatenate(hi)),
+    res = milp(-(i == cur[p]).astype(float), constraints=LinearConstraint(a, np.concatenate(lo), np.concatenate(hi)),
                integrality=np.ones(cells), bounds=Bounds(0, 1), options={"time_limit": SECONDS})
     if res.status != 0 or res.x is None:
         return None
