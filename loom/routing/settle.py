@@ -85,16 +85,20 @@ def _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edg
     if got is not None:
         lft[leaves[k], d] = up0 + got
         return
-    got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, False)
-    if got is None:
-        return
-    # what reaches each spine changed: its parallel links to each leaf are chosen again
+    # free: with parallel links, first all of a spine's links to a leaf as one (then split by
+    # `_spine_links`), then each destination on the link its spine takes now
     delivered = np.where(np.isin(sn.lid_switch[d], leaves), edge_of[np.maximum(sn.lid_switch[d], 0)], home)
-    links = _spine_links(sn, z, lft, k, d, got, delivered, home >= 0, w, r, pbound[0]) if z.links > 1 else {}
-    if links is not None:
-        lft[leaves[k], d] = up0 + got
-        for (row, lid), port in links.items():
-            lft[row, lid] = port
+    for exact in (False, True) if z.links > 1 else (True,):
+        got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, False, exact)
+        if got is None:
+            continue
+        # what reaches each spine changed: its parallel links to each leaf are chosen again
+        links = _spine_links(sn, z, lft, k, d, got, delivered, home >= 0, w, r, pbound[0]) if z.links > 1 else {}
+        if links is not None:
+            lft[leaves[k], d] = up0 + got
+            for (row, lid), port in links.items():
+                lft[row, lid] = port
+            return
 
 
 def _spines(sn, z, lft, roles, w, pod_bound, edge_of) -> None:
@@ -187,7 +191,8 @@ def _into(sn, z, lft, k, d, idx, home, w, pbound, exact: bool) -> tuple[np.ndarr
     return np.concatenate(picks), inv, cap
 
 
-def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spine: bool) -> np.ndarray | None:
+def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spine: bool,
+             exact: bool = True) -> np.ndarray | None:
     """The program of the module doc; with `same_spine`, each leaf keeps the spine it sends each
     destination to and only picks among its parallel links to it: what reaches each spine, and
     so every link into every leaf, stays as it is (no path rows needed)."""
@@ -198,7 +203,7 @@ def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spi
         return ~fixed[p] | (i % z.S == cur[p] % z.S)
 
     def into(p, i):
-        sel, inv, cap = _into(sn, z, lft, k[p], d[p], i, home[p], w, pbound, False)
+        sel, inv, cap = _into(sn, z, lft, k[p], d[p], i, home[p], w, pbound, exact)
         return sel, inv, cap, w[k[p[sel]]]
 
     return _solve(k, cur, r, z.U, bound_r, bound, allowed, None if same_spine else into)
