@@ -85,10 +85,10 @@ def _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edg
     if got is not None:
         lft[leaves[k], d] = up0 + got
         return
-    # free: with parallel links, first all of a spine's links to a leaf as one (then split by
-    # `_spine_links`), then each destination on the link its spine takes now
+    # free: with parallel links, first each destination on the link its spine takes now, then
+    # all of a spine's links to a leaf as one; `_spine_links` then splits each spine's links
     delivered = np.where(np.isin(sn.lid_switch[d], leaves), edge_of[np.maximum(sn.lid_switch[d], 0)], home)
-    for exact in (False, True) if z.links > 1 else (True,):
+    for exact in (True, False) if z.links > 1 else (True,):
         got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, False, exact)
         if got is None:
             continue
