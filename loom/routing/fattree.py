@@ -216,7 +216,15 @@ class FatTreeEngine:
         if hint is not None:
             for z in zones:
                 _keep_leaf_choices(sn, z, lft, hint, soft)
+        designed = lft.copy()
         warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
+        if any(settle(sn, z, lft, roles, solve=False) for z in zones):
+            # the per-switch repair missed a bound across switches: every leaf's choices at once
+            # (`settle`) where the zone is small enough, then the repair again
+            lft = designed
+            for z in zones:
+                settle(sn, z, lft, roles)
+            warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
         return Tables(sn, lft, self.name, tuple(warnings))
 
     def repair(self, sn: Subnet, tables: Tables) -> Tables:
@@ -395,7 +403,6 @@ class FatTreeEngine:
                 lft[z.spine(*spines[k]), att_lid[i]] = z.spine_down + 1 + index
         if not cabled.all():
             self._detour(sn, z, lft, cabled)
-        settle(sn, z, lft, roles)
 
     @staticmethod
     def _switch_lids_up(sn: Subnet, z: Zone, lft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

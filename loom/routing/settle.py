@@ -34,20 +34,21 @@ from .updown import UpDown
 CELLS, SECONDS = 150_000, 5.0
 
 
-def settle(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
-    """Rewrite the zone's leaf rows of `lft` in place where the program finds a solution."""
+def settle(sn, z, lft: np.ndarray, roles: np.ndarray, solve: bool = True) -> bool:
+    """Whether the zone misses a bound the program is for; with `solve`, its leaf (and spine)
+    rows of `lft` rewritten in place where the program finds a solution."""
     leaves, n_up, up0 = z.leaves, z.U, z.down + 1
     if len(leaves) * np.count_nonzero(lft[leaves[0]] != NO_ROUTE) * n_up > CELLS:
-        return  # before any [leaf × LID] array: a large zone costs nothing here
+        return False  # before any [leaf × LID] array: a large zone costs nothing here
     if not (sn.peer_kind[leaves][:, up0:up0 + n_up] == TO_SWITCH).all() or UpDown.of(sn).cross_port[leaves].any():
-        return
+        return False
     live_ca = sn.ca_lids[sn.ca_switch[sn.ca_lids] >= 0]
     w = np.bincount(sn.ca_switch[live_ca], minlength=sn.n)[leaves]  # CAs per leaf: the weight of its paths
     up = lft[leaves].astype(np.int64) - up0
     sent = (up >= 0) & (up < n_up) & (w > 0)[:, None]
     k, d = np.nonzero(sent)
     if not len(k) or len(k) * n_up > CELLS:
-        return
+        return False
     cur = up[k, d]
     r = roles[d]
     nr = int(r.max()) + 1
@@ -68,23 +69,24 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
         pbound = (pbound, -(-pod_ca // (z.S * z.spec.spine_up)) * (total_ca - pod_ca))
     else:
         pbound = (pbound, None)
-    _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edge_of)
+    missed = _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edge_of, solve)
     if z.three:
-        _spines(sn, z, lft, roles, w, pbound[1], edge_of)
+        missed |= _spines(sn, z, lft, roles, w, pbound[1], edge_of, solve)
+    return missed
 
 
-def _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edge_of) -> None:
+def _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edge_of, solve: bool) -> bool:
     """The leaves' program where a bound is missed: first keeping every spine, then free."""
     leaves, up0 = z.leaves, z.down + 1
     sel, key, cap = _into(sn, z, lft, k, d, cur, home, w, pbound, True)
     paths = np.bincount(key, weights=w[k[sel]], minlength=len(cap))
-    over = (load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any() or (paths > cap).any()
-    if not over:
-        return
+    over = bool((load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any() or (paths > cap).any())
+    if not over or not solve:
+        return over
     got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, True)
     if got is not None:
         lft[leaves[k], d] = up0 + got
-        return
+        return over
     # free: with parallel links, first each destination on the link its spine takes now, then
     # all of a spine's links to a leaf as one; `_spine_links` then splits each spine's links
     delivered = np.where(np.isin(sn.lid_switch[d], leaves), edge_of[np.maximum(sn.lid_switch[d], 0)], home)
@@ -98,17 +100,18 @@ def _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edg
             lft[leaves[k], d] = up0 + got
             for (row, lid), port in links.items():
                 lft[row, lid] = port
-            return
+            return over
+    return over
 
 
-def _spines(sn, z, lft, roles, w, pod_bound, edge_of) -> None:
+def _spines(sn, z, lft, roles, w, pod_bound, edge_of, solve: bool) -> bool:
     """The same one level up (three layers): each spine's up-port (its core) for each destination
     its pod's leaves send it, within its per-role and total bounds and the core→pod links'
     paths bounds; a destination weighs the CAs of the leaves that send it to this spine."""
     up0, n_up, n_leaf_up = z.spine_down + 1, z.spec.spine_up, z.U
     spines = z.spines
     if not (sn.peer_kind[spines][:, up0:up0 + n_up] == TO_SWITCH).all():
-        return
+        return False
     lpod = z.leaf_pod(np.arange(len(z.leaves)))
     lup = lft[z.leaves].astype(np.int64) - (z.down + 1)
     weight = np.zeros((len(spines), lft.shape[1]), np.int64)  # [spine, lid]: CAs whose traffic it carries up
@@ -120,7 +123,7 @@ def _spines(sn, z, lft, roles, w, pod_bound, edge_of) -> None:
     vs = lft[spines].astype(np.int64) - up0
     j, d = np.nonzero(reached & (vs >= 0) & (vs < n_up))
     if not len(j):
-        return
+        return False
     cur, r = vs[j, d], roles[d]
     nr = int(r.max()) + 1
     load = np.zeros((len(spines), n_up, nr), np.int64)
@@ -140,10 +143,10 @@ def _spines(sn, z, lft, roles, w, pod_bound, edge_of) -> None:
         return sel, inv, pod_bound[link // 256 // sn.n], paths_of[p[sel]]
 
     sel, inv, cap, wt = into(np.arange(len(j)), cur)
-    over = (load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any() \
-        or (np.bincount(inv, weights=wt, minlength=len(cap)) > cap).any()
-    if not over:
-        return
+    over = bool((load > bound_r[:, None, :]).any() or (load.sum(axis=2) > bound[:, None]).any()
+                or (np.bincount(inv, weights=wt, minlength=len(cap)) > cap).any())
+    if not over or not solve:
+        return over
     own_core = np.isin(sn.lid_switch[d], z.cores)
     for same_core in (True, False):
         if not same_core and z.clinks > 1:
@@ -155,7 +158,8 @@ def _spines(sn, z, lft, roles, w, pod_bound, edge_of) -> None:
         got = _solve(j, cur, r, n_up, bound_r, bound, allowed, None if same_core else into)
         if got is not None:
             lft[spines[j], d] = up0 + got
-            return
+            return over
+    return over
 
 
 def _spine_at(z, e: np.ndarray, i: np.ndarray) -> np.ndarray:
