@@ -121,9 +121,7 @@ def test_moving_a_storage_node_plans_its_routes(tiny_up, tmp_path):
     for guid, entries in want.items():
         for lid, port in entries.items():
             if prev[guid].get(lid) != port and lid not in st00:
-                # the leaf the destination is on: a CA's, or the leaf's own LID
-                on_leaf = sn.name(int(sn.ca_switch[lid])) if sn.ca_switch[lid] >= 0 else \
-                    sn.name(int(sn.lid_switch[lid])) if sn.lid_switch[lid] >= 0 else None
+                on_leaf = sn.name(int(sn.ca_switch[lid])) if sn.ca_switch[lid] >= 0 else None
                 assert by_guid[guid] in old_leaves | new_leaves or \
                     ("spine" in by_guid[guid] and on_leaf in old_leaves | new_leaves), (by_guid[guid], lid)
     code, out = loom("apply", str(tmp_path / "p.json"))

@@ -13,12 +13,9 @@ with the others into the same subtree (a leaf, for spine→leaf links; a pod, fo
   channel adapter outside the subtree sends to each of its channel adapters through one of
   those links, so with each destination entering over one link (what
   ftree and Loom's fattree do: a destination's traffic stays in order on one path set) the least
-  max is the CA-destination bound times the CAs outside.  The subtree holding a zone's one border
-  leaf also takes in the other zones' CAs that leave through it; those and its own CAs are reached
-  over these links from the zone's CAs outside it alone (the other zones' traffic comes in at the
-  border leaf, below them): equal weights again, (the zone's CAs − its own) each.  Any subtree of
-  a zone with several border leaves (traffic between other zones crosses its leaves) has uneven
-  weights: its paths are reported, not judged.
+  max is the CA-destination bound times the CAs outside.  A subtree that also receives traffic
+  for another zone (a border leaf), or any subtree of a zone with several border leaves (traffic
+  between other zones crosses its leaves), has uneven weights: its paths are reported, not judged.
 The figures are counted from the tables as they are (`loads.carried`, `balance.path_counts`), the
 bounds from the cabling alone.  Cost: O(switches × LIDs) for the counts, a small flow per
 subtree whose links reach different destinations.
@@ -50,7 +47,7 @@ class IntoLink:
     bound: int
     per_role: dict[str, tuple[int, int]]  # role: (load, bound)
     paths: int
-    paths_bound: int | None  # None: not judged (a zone with several border leaves)
+    paths_bound: int | None  # None: not judged (the subtree also receives another zone's traffic)
     #: the intact design's paths bound (every designed link into the subtree working): a lost
     #: link shows as a loss against it (`loom diff --design-bound`); None where not judged
     paths_design: int | None = None
