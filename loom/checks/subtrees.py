@@ -90,8 +90,6 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
     is_ca = sn.lid_switch[lids] < 0
     zone_of = np.where(sn.lid_switch >= 0, sn.lid_switch, sn.ca_switch)
     live_cas = int(ud.live_lids[sn.ca_lids].sum())
-    live_ca = sn.ca_lids[ud.live_lids[sn.ca_lids]]
-    zone_cas = np.bincount(ud.zone[sn.ca_switch[live_ca]], minlength=int(ud.zone.max(initial=0)) + 1)
     out = []
     member = {key: _members(sn, key) for key in subtrees}
     # leaves with inter-zone links per zone: with several, traffic between other zones crosses
@@ -129,14 +127,10 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
         per_role = {names[k]: (on[:, d_roles == k].sum(axis=1), least(d_roles == k, counts, bound)) for k in np.unique(d_roles)}
         ca = is_ca[dest]
         zone = ud.zone[rows[0]]
-        remote = ud.zone[zone_of[lids[dest]]] != zone
+        local = (ud.zone[zone_of[lids[dest]]] == zone).all() and borders[zone] <= 1
         paths_bound = paths_design = None
-        if borders[zone] <= 1 and ca.any():
-            # the subtree holding the zone's one border leaf also takes in the other zones' CAs
-            # that leave through it; those and its own CAs are reached over these links from the
-            # zone's CAs outside it alone (the other zones' traffic comes in at the border leaf,
-            # below these links): equal weights again
-            outside = int(zone_cas[zone] if remote.any() else live_cas) - int((ca & ~remote).sum())
+        if local and ca.any():
+            outside = live_cas - int(ca.sum())
             paths_bound = least(ca) * outside
             paths_design = -(-int(ca.sum()) // _design_links(sn, key, len(rows))) * outside
         loads = on.sum(axis=1)

@@ -40,16 +40,10 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray, solve: bool = True) -> boo
     leaves, n_up, up0 = z.leaves, z.U, z.down + 1
     if len(leaves) * np.count_nonzero(lft[leaves[0]] != NO_ROUTE) * n_up > CELLS:
         return False  # before any [leaf × LID] array: a large zone costs nothing here
-    ud = UpDown.of(sn)
-    border = np.flatnonzero(ud.cross_port[leaves].any(axis=1))
-    if not (sn.peer_kind[leaves][:, up0:up0 + n_up] == TO_SWITCH).all() or len(border) > 1 or (len(border) and z.three):
+    if not (sn.peer_kind[leaves][:, up0:up0 + n_up] == TO_SWITCH).all() or UpDown.of(sn).cross_port[leaves].any():
         return False
-    live_ca = sn.ca_lids[ud.live_lids[sn.ca_lids]]
-    own = np.bincount(sn.ca_switch[live_ca], minlength=sn.n)[leaves]
-    remote = np.isin(sn.ca_switch, leaves, invert=True)  # [lid] a CA of another zone
-    n_remote = int(remote[live_ca].sum())
-    w = own.copy()  # the CAs whose traffic a leaf sends up: its own, and at the border leaf the other zones'
-    w[border] += n_remote
+    live_ca = sn.ca_lids[sn.ca_switch[sn.ca_lids] >= 0]
+    w = np.bincount(sn.ca_switch[live_ca], minlength=sn.n)[leaves]  # CAs per leaf: the weight of its paths
     up = lft[leaves].astype(np.int64) - up0
     sent = (up >= 0) & (up < n_up) & (w > 0)[:, None]
     k, d = np.nonzero(sent)
@@ -65,15 +59,11 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray, solve: bool = True) -> boo
     # links into leaves: local CA destinations, home leaf e, the spine at their pod and position
     edge_of = np.full(sn.n, -1, np.int64)
     edge_of[leaves] = np.arange(len(leaves))
-    # (another zone's CA: the border leaf, where it leaves the zone)
     home = np.where(sn.lid_switch[d] < 0, edge_of[np.maximum(sn.ca_switch[d], 0)], -1)
-    home[(sn.ca_switch[d] < 0) | ~ud.live_lids[d]] = -1
-    home[(sn.lid_switch[d] < 0) & remote[d] & ud.live_lids[d]] = border[0] if len(border) else -1
-    total_ca = len(live_ca)
+    home[sn.ca_switch[d] < 0] = -1
+    total_ca = int(w.sum())
+    own = np.bincount(sn.ca_switch[live_ca], minlength=sn.n)[leaves]
     pbound = -(-own // n_up) * (total_ca - own)  # [home edge]
-    if len(border):  # its own CAs and the other zones', from the zone's CAs outside it alone
-        b = border[0]
-        pbound[b] = -(-(own[b] + n_remote) // n_up) * (int(own.sum()) - own[b])
     if z.three:  # the links into a pod: ceil(its CAs / core links into it) × the CAs outside
         pod_ca = np.bincount(z.leaf_pod(np.arange(len(leaves))), weights=own).astype(np.int64)
         pbound = (pbound, -(-pod_ca // (z.S * z.spec.spine_up)) * (total_ca - pod_ca))
