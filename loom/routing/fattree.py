@@ -50,6 +50,7 @@ from loom.model.schema import FatTree2, FatTree3
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft
 from .cover import cover, even_out, trades
+from .settle import settle
 from .subnet import TO_SWITCH, Subnet
 from .updown import UpDown
 
@@ -218,7 +219,15 @@ class FatTreeEngine:
         if hint is not None:
             for z in zones:
                 _keep_leaf_choices(sn, z, lft, hint, soft)
+        designed = lft.copy()
         warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
+        if any(settle(sn, z, lft, roles, solve=False) for z in zones):
+            # the per-switch repair missed a bound across switches: every leaf's choices at once
+            # (`settle`) where the zone is small enough, then the repair again
+            lft = designed
+            for z in zones:
+                settle(sn, z, lft, roles)
+            warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
         return Tables(sn, lft, self.name, tuple(warnings))
 
     def repair(self, sn: Subnet, tables: Tables) -> Tables:
