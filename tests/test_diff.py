@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 from typer.testing import CliRunner
 
 from loom.cli import app
@@ -152,3 +153,28 @@ def test_an_overloaded_core_to_pod_link_is_counted_above_its_bound():
         assert into[0]["paths"] > into[0]["bound"]
     report = markdown(compare(side["base"], side["head"]))
     assert f"- {name.removesuffix(' (core_down)')} (core_down): {into[0]['paths']} CA-to-CA paths > {into[0]['bound']}" in report
+
+
+def test_planted_table_edits_are_counted_entry_by_entry():
+    """Three single-entry edits, each counted where it belongs: a route moved to another port
+    (changed, its destination rerouted), an entry gone on head (removed), one new on head (added)."""
+    from loom.checks.compare import Side, compare, evaluate
+    from loom.expand import load_fabric
+    from loom.routing.base import NO_ROUTE
+    from loom.routing.subnet import NONE
+
+    f = load_fabric(TOPO / "tiny.yaml")
+    base = evaluate("base", f, ebb_samples=0)
+    t = base.tables[0]
+    sn = t.subnet
+    cas = [int(l) for l in np.flatnonzero(sn.lid_port >= 0)]
+    (r1, l1), (r2, l2), (r3, l3) = (0, cas[0]), (1, cas[1]), (2, cas[2])
+    other = next(p for p in range(1, sn.peer_kind.shape[1]) if p != int(t.lft[r1, l1]) and sn.peer_kind[r1, p] != NONE)
+    base_t = t.with_entries({(r3, l3): NO_ROUTE})
+    head_t = t.with_entries({(r1, l1): other, (r2, l2): NO_ROUTE})
+    r = compare(Side("base", f, [base_t, *base.tables[1:]], base.reports, base.qos),
+                Side("head", f, [head_t, *base.tables[1:]], base.reports, base.qos))["routing"]
+    assert (r["lft_entries_changed"], r["entries_added"], r["entries_removed"]) == (3, 1, 1)
+    assert r["per_switch"] == {sn.name(r1): 1, sn.name(r2): 1, sn.name(r3): 1}
+    assert r["destinations_rerouted"] == [sn.lid_name(l1)] and r["destinations_moved"] == []
+    assert r["destinations_added"] == [] and r["destinations_removed"] == []

@@ -3,6 +3,7 @@ changed per switch, in RoCE words."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -11,6 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from loom.cli import app
+from loom.expand import load_fabric
+from loom.render import roce_diff
+from loom.routing import route
+from loom.routing.subnet import TO_SWITCH
 
 TOPO = Path(__file__).parent.parent / "topology"
 runner = CliRunner()
@@ -65,3 +70,57 @@ def test_shrinking_roce_4plane_by_96_nodes_is_reported(tmp_path):
     check_shrink(d, 96 * 8)
     # each removed node's leaves lose its host /31s from their BGP origination and port tables
     assert all(n.startswith("p") for n in d["configs"]["per_switch"])
+
+
+def routed(path: Path):
+    f = load_fabric(path)
+    return f, route(f)
+
+
+def count_renders(monkeypatch) -> list[str]:
+    """The names of the switches `config_changes` renders, one entry per side rendered."""
+    rendered: list[str] = []
+    real = roce_diff.render_switch
+
+    def counting(inputs):
+        rendered.append(inputs[0][2]["name"])
+        return real(inputs)
+
+    monkeypatch.setattr(roce_diff, "render_switch", counting)
+    return rendered
+
+
+# loopback: in frr.conf and config_db.json; model: only in config_db.json's DEVICE_METADATA
+@pytest.mark.parametrize("field, value", [("loopback", "172.31.255.254"), ("model", "OTHER-SKU")])
+def test_a_change_to_one_switch_renders_and_reports_only_that_switch(monkeypatch, field, value):
+    base, base_tables = routed(TOPO / "c4-dualport.yaml")
+    head, head_tables = routed(TOPO / "c4-dualport.yaml")
+    k = len(head.switches) // 2
+    head.model.switch_models["OTHER-SKU"] = head.model.switch_models[head.switches[k].model]  # the same hardware, renamed
+    switches = list(head.switches)
+    switches[k] = dataclasses.replace(switches[k], **{field: value})
+    object.__setattr__(head, "switches", tuple(switches))  # a frozen Fabric: the one switch edited in place
+    name = head.switches[k].name
+    rendered = count_renders(monkeypatch)
+    d = roce_diff.config_changes(base, base_tables, head, head_tables)
+    assert list(d["per_switch"]) == [name] and d["per_switch"][name]["added"] == d["per_switch"][name]["removed"] > 0
+    assert rendered == [name, name]  # both sides of the changed switch, none of the others
+    rendered.clear()
+    assert roce_diff.config_changes(base, base_tables, base, base_tables)["lines_changed"] == 0 and rendered == []
+
+
+def test_a_static_route_moved_on_one_switch_is_reported(tmp_path, monkeypatch):
+    model = tmp_path / "static.yaml"
+    model.write_text((TOPO / "roce-lab.yaml").read_text().replace("routing: bgp", "routing: static"))
+    base, base_tables = routed(model)
+    head, head_tables = routed(model)
+    t = head_tables[0]
+    row = next(r for r in range(t.subnet.n) if head.switches[int(t.subnet.switches[r])].role == "leaf")
+    up = [p for p in range(t.lft.shape[1]) if p < t.subnet.peer_kind.shape[1] and t.subnet.peer_kind[row, p] == TO_SWITCH]
+    lid = next(x for x in range(1, t.lft.shape[1]) if int(t.lft[row, x]) in up)
+    t.lft[row, lid] = next(p for p in up if p != int(t.lft[row, lid]))  # the route now leaves by another up-link
+    name = head.switches[int(t.subnet.switches[row])].name
+    rendered = count_renders(monkeypatch)
+    d = roce_diff.config_changes(base, base_tables, head, head_tables)
+    assert d["per_switch"] == {name: {"added": 1, "removed": 1}}
+    assert rendered == [name, name]

@@ -183,9 +183,16 @@ class RoceConfigs:
     # ------------------------------------------------------------------ switches
     def switch(self, s: Switch) -> dict[str, str]:
         """{"zebra.conf", "staticd.conf" | "bgpd.conf" + "bfdd.conf", "frr.conf", "config_db.json"}"""
+        return render_switch(self.switch_inputs(s))
+
+    def switch_inputs(self, s: Switch) -> list[tuple[str, str | None, dict]]:
+        """Everything one switch's files are made from, before any template runs: (file, template,
+        its values) per FRR file, then ("config_db.json", None, the config_db tables).  Rendering
+        is a function of these alone, so equal inputs give identical files — which lets `loom diff`
+        render only the switches a change reaches (`loom.render.roce_diff`)."""
         links = self.links[s.index]
         values = dict(name=s.name, loopback=s.loopback, asn=s.asn, links=links, mode=self.mode)
-        files = {"zebra.conf": render("frr/zebra.conf.j2", **values)}
+        inputs: list[tuple[str, str | None, dict]] = [("zebra.conf", "frr/zebra.conf.j2", values)]
         if self.mode == "static":
             if s.plane not in self.tables:
                 raise ValueError(f"{s.name}: static routes need the routing tables of plane {s.plane}")
@@ -196,19 +203,18 @@ class RoceConfigs:
                 aggregate = self._plane_pool[s.plane]
                 fallback = [(aggregate, l.peer_address) for l in links
                             if l.peer_asn is not None and t.subnet.peer_kind[row, l.port] == TO_SWITCH]
-            files["staticd.conf"] = render("frr/staticd.conf.j2", **values, routes=routes, fallback=fallback,
-                                           distance=FALLBACK_DISTANCE)
+            inputs.append(("staticd.conf", "frr/staticd.conf.j2",
+                           dict(values, routes=routes, fallback=fallback, distance=FALLBACK_DISTANCE)))
         else:
             neighbours = [l for l in links if l.peer_asn is not None]
             groups = sorted({peer_group(l.peer_role) for l in neighbours})
             hosts = [_slash31(l.address) for l in links if l.peer_role == "host"]
-            files["bgpd.conf"] = render("frr/bgpd.conf.j2", **values, neighbours=neighbours, groups=groups,
-                                        group_of=peer_group, hosts=hosts, loopback_pool=self.f.model.addressing.loopback_pool,
-                                        plane_pool=self._plane_pool[s.plane])
-            files["bfdd.conf"] = render("frr/bfdd.conf.j2")
-        files["frr.conf"] = "".join(files[k] for k in ("zebra.conf", "staticd.conf", "bgpd.conf", "bfdd.conf") if k in files)
-        files["config_db.json"] = config_db_json(self.config_db(s))
-        return files
+            inputs.append(("bgpd.conf", "frr/bgpd.conf.j2",
+                           dict(values, neighbours=neighbours, groups=groups, group_of=peer_group, hosts=hosts,
+                                loopback_pool=self.f.model.addressing.loopback_pool, plane_pool=self._plane_pool[s.plane])))
+            inputs.append(("bfdd.conf", "frr/bfdd.conf.j2", {}))
+        inputs.append(("config_db.json", None, self.config_db(s)))
+        return inputs
 
     def config_db(self, s: Switch) -> dict:
         links = self.links[s.index]
@@ -258,6 +264,14 @@ class RoceConfigs:
                 yield f"switches/{d.name}", self.switch(d)
             else:
                 yield f"hosts/{self.f.nodes[d].name}", self.host(d)
+
+
+def render_switch(inputs: list[tuple[str, str | None, dict]]) -> dict[str, str]:
+    """One switch's files from its `RoceConfigs.switch_inputs`; frr.conf is the FRR files joined."""
+    files = {name: render(template, **values) for name, template, values in inputs if template}
+    files["frr.conf"] = "".join(files.values())
+    files.update((name, config_db_json(values)) for name, template, values in inputs if not template)
+    return files
 
 
 def selected(f: Fabric, pattern: str = "*") -> list[Switch | int]:
@@ -325,4 +339,4 @@ def plane_links_ok(f: Fabric) -> list[str]:
 
 
 __all__ = ["Link", "RoceConfigs", "all_switch_links", "selected", "destinations", "host_config", "host_ifname", "mlnx_qos",
-           "peer_group", "plane_links_ok", "port_name", "switch_config"]
+           "peer_group", "plane_links_ok", "port_name", "render_switch", "switch_config"]
