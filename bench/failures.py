@@ -8,8 +8,8 @@ whether only destinations that used the failed cables moved; beside it OpenSM ft
 recomputing the same failure (`opensm -o` on the intact and the failed fabric, LIDs pinned;
 the time is the failed fabric's one-shot run, sweep included) and the entries they change.
 
-Run: `make bench-failures` or `.venv/bin/python bench/failures.py [MODEL]`.  Target: the
-watcher's tables verified within 2 s of detection.
+Run: `make bench-failures` or `.venv/bin/python bench/failures.py [MODEL]`.  Targets: the
+watcher's tables verified within 2 s of detection, within 1 s for a cable.
 """
 
 from __future__ import annotations
@@ -40,7 +40,12 @@ from loom.routing.updown import UpDown  # noqa: E402
 from bench.figures import Figures  # noqa: E402
 from bench.simtools import sim_console  # noqa: E402
 
-TARGET_S = 2.0
+TARGET_S = 2.0  # issue 36: a spine down or back within 2 s of detection
+CABLE_TARGET_S = 1.0  # ... and a cable within 1 s
+
+
+def target_of(event: str) -> float:
+    return CABLE_TARGET_S if "cable" in event else TARGET_S
 EVENTS = {"fire-flyer-2": [("one leaf–spine cable", ["z0-leaf3/30"]), ("one spine", ["z0-spine4"])],
           "tiny": [("one leaf–spine cable", ["z0-leaf0/5"]), ("one spine", ["z0-spine1"])]}
 
@@ -113,9 +118,9 @@ def main(model: Path) -> int:
         t.add_column(col)
     for r in rows:
         s = r["watcher_s"]
-        mark = "" if s is not None and s <= TARGET_S else "  MISS"
+        mark = "" if s is not None and s <= target_of(r["event"]) else "  MISS"
         ft, up = r.get("ftree"), r.get("updn")
-        t.add_row(r["event"], f"{s:.2f} s{mark}" if s is not None else "no event", f"≤ {TARGET_S:g} s",
+        t.add_row(r["event"], f"{s:.2f} s{mark}" if s is not None else "no event", f"≤ {target_of(r['event']):g} s",
                   f"{r['since_event']:.2f} s", str(r["entries"]),
                   r["minimal"], ", ".join(f"{k} {v:.2f}" for k, v in r["phases"].items() if k != "total"),
                   f"{ft['entries']} ({ft['engine_used']})" if ft else "", f"{ft['seconds']:.2f}" if ft else "",
@@ -123,7 +128,7 @@ def main(model: Path) -> int:
     console.print(t)
     report = Figures("failures")
     for r in rows:
-        report.add(f"{fabric.name}: {r['event']}: watcher detection → verified tables", r["watcher_s"], "s", target=TARGET_S)
+        report.add(f"{fabric.name}: {r['event']}: watcher detection → verified tables", r["watcher_s"], "s", target=target_of(r["event"]))
         report.add(f"{fabric.name}: {r['event']}: entries the watcher changed", r["entries"], "entries")
         for eng in ("ftree", "updn"):
             if r.get(eng):
