@@ -15,9 +15,9 @@ work runs inline and `result()` just returns it.  The child touches no console, 
 the parent (descriptors it inherits are only held until it exits, seconds later) and leaves
 with os._exit, so no atexit handler of the parent (a temporary directory's removal) runs twice.
 
-A child may also take one value the parent computes after the fork (`takes_input`): the balance
-check starts on its own figures while the parent counts the paths it needs later, so both
-cores work from the start instead of one waiting on the other.
+A child may also take one value the parent hands over after the fork (`takes_input`): the
+balance check starts on its own figures while the path counts it needs later are made in
+another child, so no core waits on another from the start (`loom.checks.check_tables`).
 """
 
 from __future__ import annotations
