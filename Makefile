@@ -117,7 +117,7 @@ bench-expand: setup
 bench-roce: setup
 	$(BIN)/python bench/roce.py
 
-# every config file of the 32,768-GPU RoCE fabric (target 60 s) and one device with --only (target 3 s)
+# every config file of the 32,768-GPU RoCE fabric (target 60 s) and one device with --only (target 1 s)
 bench-configs: setup
 	$(BIN)/python bench/configs.py
 

@@ -292,17 +292,18 @@ def _ethernet_identities(d: Draft) -> None:
         key = (node_name[hp["node"]], f"{hp['nic']}/{hp['port']}")
         lp = lock.nodes[key[0]].ports[key[1]] if key in d.locked else None
         if lp and lp.address:
-            pools[hp["plane"]].claim(_ip(lp.address) - 1, d.lock_file, f"nodes.{key[0]}.ports.{key[1]}.address")
-            d.subnets[i] = _ip(lp.address) - 1
+            base = _ip(lp.address) - 1
+            pools[hp["plane"]].claim(base, d.lock_file, f"nodes.{key[0]}.ports.{key[1]}.address")
+            d.subnets[i] = base
         else:
             new_rows.append(i)
     for i in new_rows:
         pool = plane_pool(m, d.cables[i][7])
         d.subnets[i] = pools[d.cables[i][7]].take(int(pool.network_address), int(pool.broadcast_address), step=2)
-    for i in host_rows:
+    for i, base in zip(host_rows, d.subnets[host_rows].tolist()):
         hp = d.ports[d.cables[i][1]]
         hp["ca_guid"] = hp["guid"] = hp["lid"] = 0
-        hp["address"] = str(ipaddress.IPv4Address(int(d.subnets[i]) + 1))
+        hp["address"] = socket.inet_ntoa((base + 1).to_bytes(4, "big"))
 
 
 def _ip(text: str) -> int:
