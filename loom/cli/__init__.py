@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 
 import typer
 
@@ -73,9 +74,41 @@ def _say_total() -> None:
         err.print(line, highlight=False)
 
 
+class _ReaderMayLeave:
+    """stdout that outlives its reader: once a pipe's reader has gone (`loom check M | head`),
+    what is left to print goes to /dev/null and the command runs to its end, exiting with its own
+    code.  Click alone would exit 1 at the first write (which a script reads as a failed check),
+    and an apply would be cut short between writing and verifying."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+
+    def _reader_left(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self._stream.fileno())  # what is still buffered, and the flush at exit, go there
+        os.close(null)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main() -> None:
     """The `loom` program (and `python -m loom.cli`)."""
     _FROM_EXEC["on"] = True
+    sys.stdout = _ReaderMayLeave(sys.stdout)
     # Loom multiplies no dense float matrices (routing's products are integer or sparse, which
     # BLAS never sees), so the OpenBLAS thread pool that numpy and scipy start as they load only
     # costs: ~40 ms of CPU per command on 2 cores, spinning.  One thread, unless the user says.
