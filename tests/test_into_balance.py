@@ -228,3 +228,20 @@ def test_random_intact_trees_meet_the_into_bound():
         if not b.into_within_bound:
             missed.append((seed, b.worst[0]))
     assert missed == []
+
+
+@pytest.mark.parametrize("missing", [[("spine", 2)], [("spine", 0)]])
+def test_a_dead_spines_destinations_spread_over_the_links_into_their_leaf(missing):
+    """Six spines, one down: each leaf's 7 CAs come in over 5 links, so two links carry two of
+    them.  The engine used to put every dead spine's destination on the next spine (two whole
+    destinations on its link into every leaf: 2 × 35 sources = 70 paths); now the second CA of
+    a doubled link is sent by each leaf over a different spine, and no link carries a whole
+    destination more than its share.  Counted independently from the dump."""
+    fabric = expand(Model.model_validate(fat_tree(ports=16, spines=6, leaves=6, leaf_down=7, nodes=42,
+                                                  missing_switches=missing)))
+    t = route(fabric)[0]
+    b = check_balance(Walk(t))
+    assert b.within_bound, b.worst
+    paths, _ = independent_counts(lfts_dump(t), ibsim_net(fabric))["spine_down"]
+    assert paths == b.levels["spine_down"]["into"]["max_paths"]
+    assert paths < 2 * 35, paths  # below two whole destinations (7 CAs over 5 links: 1.4 of 35 sources each)
