@@ -143,10 +143,30 @@ def test_one_count_of_a_change():
     a, b = int(lids[0]), int(lids[1])
     after.lft[0, a] = 200 if before.lft[0, a] != 200 else 201  # moved
     before.lft[1, b] = NO_ROUTE  # added: routed nothing before
+    c = int(lids[2])
+    after.lft[:, c] = NO_ROUTE  # removed: no switch forwards it any more
+    gone = int((before.lft[:, c] != NO_ROUTE).sum())
     ch = table_changes(before, after)
-    assert ch.entries == 2 and ch.switches == 2
+    assert ch.entries == 2 + gone and ch.destinations_removed.tolist() == [c]
     assert a in ch.destinations_moved.tolist() and b in ch.destinations_added.tolist()
-    assert ch.per_switch()[0] == 1 and ch.per_switch()[1] == 1 and sn.n > 2
+    assert c not in ch.destinations_moved.tolist() + ch.destinations_added.tolist()
+    assert ch.per_switch()[0] == 2 and sn.n > 2
+
+
+def test_a_plan_names_the_destinations_it_removes():
+    """A node taken out of the model: its LID is forwarded by every switch live, by none in the
+    plan; the plan lists it as removed, named by its LID (the model has no name for it)."""
+    from loom.fabrics.infiniband.plan import diff_tables
+
+    fabric = load_fabric(TOPO / "tiny.yaml")
+    want = route(fabric)[0]
+    sn = want.subnet
+    unowned = next(l for l in range(1, sn.max_lid + 1) if sn.lid_switch[l] < 0 and sn.lid_port[l] < 0)
+    live = want.__class__(sn, want.lft.copy(), "live", ())
+    live.lft[:, unowned] = live.lft[:, int(sn.ca_lids[0])]  # the live fabric still routes a node the model dropped
+    c = diff_tables(live, want)
+    assert c["destinations_removed"] == [{"lid": unowned, "name": f"LID {unowned} (not in the model)"}]
+    assert c["destinations_moved"] == c["destinations_added"] == [] and c["entries_changed"] > 0
 
 
 @pytest.mark.parametrize("down, words", [

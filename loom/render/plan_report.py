@@ -159,7 +159,9 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
         return
     out.print(f"Plan for {escape(p['fabric'])}: [bold]{c['entries_changed']}[/bold] LFT entries on "
               f"[bold]{c['switches_touched']}[/bold] switches, {len(c['destinations_moved'])} destinations move"
-              + (f", {len(c['destinations_added'])} added (new, or back in service)" if c.get("destinations_added") else ""))
+              + (f", {len(c['destinations_added'])} added (new, or back in service)" if c.get("destinations_added") else "")
+              + (f", {len(c['destinations_removed'])} removed (gone from the model, or out of service)"
+                 if c.get("destinations_removed") else ""))
     t = Table("switch", "entries changed")
     for name, n in sorted(c["per_switch"].items(), key=lambda kv: (-kv[1], natural(kv[0])))[:15]:
         t.add_row(escape(name), str(n))
@@ -169,6 +171,10 @@ def print_lft_plan(out: Console, p: dict, saved: Path, changed: bool) -> None:
     moved = c["destinations_moved"]
     out.print("destinations moved: " + ", ".join(f"{escape(m['name'])} (LID {m['lid']})" for m in moved[:12])
               + (f", ... {len(moved) - 12} more" if len(moved) > 12 else ""), highlight=False)
+    if removed := c.get("destinations_removed"):
+        out.print("destinations removed: " + ", ".join(f"{escape(m['name'])}" + ("" if m["name"].startswith("LID ") else
+                                                        f" (LID {m['lid']})") for m in removed[:12])
+                  + (f", ... {len(removed) - 12} more" if len(removed) > 12 else ""), highlight=False)
     b0, b1 = p["balance_before"], p["balance_after"]
     # storage is None on a fabric without storage nodes: then there is nothing to say about it
     storage = (f"; storage before {b0['storage'] if b0['storage'] is not None else 'none'}, "

@@ -26,6 +26,7 @@ class TableChanges:
     changed: np.ndarray  # [switch, LID] the entry changes (switches in service only)
     moved: np.ndarray  # [switch, LID] it changes port
     added: np.ndarray  # [switch, LID] it routed nothing before
+    gone: np.ndarray  # [LID] some switch forwarded it before, no switch in service does now
 
     @property
     def entries(self) -> int:
@@ -43,6 +44,11 @@ class TableChanges:
     def destinations_added(self) -> np.ndarray:
         return np.flatnonzero(self.added.any(axis=0) & ~self.moved.any(axis=0))
 
+    @property
+    def destinations_removed(self) -> np.ndarray:
+        """Destinations no longer forwarded anywhere: gone from the model, or cut off."""
+        return np.flatnonzero(self.gone)
+
     def per_switch(self) -> np.ndarray:
         return self.changed.sum(axis=1)
 
@@ -52,4 +58,5 @@ def table_changes(before: Tables, after: Tables) -> TableChanges:
     live = UpDown.of(after.subnet).live
     changed = (before.lft != after.lft) & live[:, None]
     was, now = before.lft != NO_ROUTE, after.lft != NO_ROUTE
-    return TableChanges(changed, changed & was & now, changed & ~was)
+    gone = (changed & was & ~now).any(axis=0) & ~(now & live[:, None]).any(axis=0)
+    return TableChanges(changed, changed & was & now, changed & ~was, gone)

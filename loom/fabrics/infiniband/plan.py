@@ -45,16 +45,23 @@ from .target import Target
 
 
 def diff_tables(live: Tables, want: Tables) -> dict:
-    """Entries that change, per switch and in total, the destinations whose routes move and those
-    only added (`loom.routing.changes`: the count whatif and the watcher make too)."""
+    """Entries that change, per switch and in total, the destinations whose routes move, those
+    only added and those removed (`loom.routing.changes`: the count whatif and the watcher make
+    too).  A removed destination the model no longer has is named by its LID."""
     ch = table_changes(live, want)
     sn = want.subnet
+
+    def named(lids) -> list[dict]:
+        return [{"lid": int(l), "name": sn.lid_name(int(l)) if sn.lid_switch[l] >= 0 or sn.lid_port[l] >= 0
+                 else f"LID {int(l)} (not in the model)"} for l in lids]
+
     return {
         "switches_touched": ch.switches,
         "entries_changed": ch.entries,
         "per_switch": {sn.name(r): int(n) for r, n in enumerate(ch.per_switch()) if n},
-        "destinations_moved": [{"lid": int(l), "name": sn.lid_name(int(l))} for l in ch.destinations_moved],
-        "destinations_added": [{"lid": int(l), "name": sn.lid_name(int(l))} for l in ch.destinations_added],
+        "destinations_moved": named(ch.destinations_moved),
+        "destinations_added": named(ch.destinations_added),
+        "destinations_removed": named(ch.destinations_removed),
     }
 
 
@@ -262,6 +269,7 @@ class _Changes(BaseModel):
     per_switch: dict[str, int]
     destinations_moved: list[_Moved]
     destinations_added: list[_Moved] = []
+    destinations_removed: list[_Moved] = []
 
 
 class _Qos(BaseModel):
