@@ -13,7 +13,7 @@ from loom.fabrics.infiniband.madquery import ATTR_LFT, ATTR_PKEYS, ATTR_VLARB, S
 
 
 def one(port: Port, ask: tuple) -> bytes:
-    [raw] = port.exchange([ask], [port.build(ask)])
+    [raw] = port.exchange([port.build(ask)])
     if isinstance(raw, str):
         raise SystemExit(raw)
     return raw

@@ -11,8 +11,10 @@ after `TIMEOUT_MS` is sent again under a new ID, up to `TRIES` times; an answer 
 longer waited for (a late one, or one the kernel returns as timed out after the resend) is
 dropped.  Under the simulator (LD_PRELOAD=umad2sim) a send is a datagram to ibsim and answers are
 queued by the shim's receiver thread, so a window keeps ibsim busy without a round trip per MAD.
-On hardware the window is what OpenSM's `max_wire_smps` is to its sweeps: `WINDOW` = 16 keeps
-VL15 (which drops, it has no flow control) well below what a switch's SMA queues.
+On hardware the window is what OpenSM's `max_wire_smps` (default 4) is to its sweeps: SMPs travel
+on VL15, which has no flow control and drops what it cannot buffer, so `WINDOW` stays at 16 (a
+drop then costs one resend after `TIMEOUT_MS`, not a wrong answer).  Under the simulator a
+larger window bought nothing measurable (16 and 64 read two zones in the same time).
 
 Run as `python -m loom.fabrics.infiniband.madquery` (under the simulator with its environment):
 reads a JSON list of queries on stdin, writes {"answers": [...], "errors": [...]} on stdout.
@@ -41,7 +43,7 @@ QP1_QKEY = 0x80010000
 PERMISSIVE_LID = 0xFFFF
 MAD_SIZE, DATA_AT = 256, 64  # a MAD, and where its attribute data starts (SMP and PMA alike)
 SMP_DATA, PMA_DATA = 64, 192
-TIMEOUT_MS = 2000  # per try, as `smpquery` waits
+TIMEOUT_MS = 2000  # per try (the libibmad reader's timeout)
 TRIES = 3  # libibmad's default too
 WINDOW = 16  # requests in flight per process (see the module doc)
 
@@ -123,19 +125,20 @@ class Port:
             head = self.addr[lid, qp, qkey] = buf.raw
         return head
 
-    def build(self, ask: tuple) -> tuple[int, bytes, int]:
-        """(agent, umad header + MAD, bytes of data in the answer) of one ask; ValueError for a bad route."""
+    def build(self, ask: tuple) -> tuple[int, bytes, int, tuple]:
+        """(agent, umad header + MAD, bytes of data in the answer, the ask) of one ask; ValueError
+        for a bad route."""
         if ask[0] == SMP:
             path = ask[1]
             hops = self.hops.get(path)
             if hops is None:
                 hops = self.hops[path] = hops_of(path)
             mad = dr_smp(hops, ask[2], ask[3], ask[4] if len(ask) > 4 else None)
-            return self.agent[SMI_DIRECT_CLASS], self._header(PERMISSIVE_LID, 0, 0) + mad, SMP_DATA
+            return self.agent[SMI_DIRECT_CLASS], self._header(PERMISSIVE_LID, 0, 0) + mad, SMP_DATA, ask
         _, lid, port, attr = ask
-        return self.agent[PERF_CLASS], self._header(lid, 1, QP1_QKEY) + pma_get(port, attr), PMA_DATA
+        return self.agent[PERF_CLASS], self._header(lid, 1, QP1_QKEY) + pma_get(port, attr), PMA_DATA, ask
 
-    def exchange(self, asks: list[tuple], built: list[tuple[int, bytes, int]], done=lambda n: None) -> list:
+    def exchange(self, built: list[tuple[int, bytes, int, tuple]], done=lambda n: None) -> list:
         """Send every built request, `self.window` at a time, and return per request the data of
         its answer (bytes) or why there is none (str).  `done(n)` hears how many are finished."""
         lib, fd, head, monotonic = self.lib, self.fd, self.head, time.monotonic
@@ -151,12 +154,12 @@ class Port:
         finished = sent = 0
 
         def send(i: int, attempt: int) -> None:
-            agent, packet, _ = built[i]
+            agent, packet, _, ask = built[i]
             self.tid = tid = (self.tid + 1) & 0xFFFFFFFF
             ctypes.memmove(sbuf, packet, len(packet))
             set_tid(sbuf, head + 12, tid)
             if send_(fd, agent, sbuf, MAD_SIZE, TIMEOUT_MS, 0) < 0:
-                raise RuntimeError(f"cannot send to {what(asks[i])}: {os.strerror(ctypes.get_errno()) or 'umad_send failed'}")
+                raise RuntimeError(f"cannot send to {what(ask)}: {os.strerror(ctypes.get_errno()) or 'umad_send failed'}")
             pending[tid] = (i, monotonic() + TIMEOUT_MS / 1000, attempt)
 
         def settle(i: int, attempt: int, why: str) -> None:
@@ -164,7 +167,7 @@ class Port:
             if attempt < TRIES:
                 send(i, attempt + 1)
             else:
-                out[i], finished = f"{why} {what(asks[i])}", finished + 1
+                out[i], finished = f"{why} {what(built[i][3])}", finished + 1
 
         while sent < len(built) or pending:
             while sent < len(built) and len(pending) < self.window:
@@ -192,7 +195,7 @@ class Port:
                 settle(i, attempt, "no answer from")
                 continue
             if status & 0x7FFF:  # (without a directed route's D bit)
-                out[i] = f"error status {status & 0x7FFF:#x} from {what(asks[i])}"
+                out[i] = f"error status {status & 0x7FFF:#x} from {what(built[i][3])}"
             else:
                 out[i] = rbuf[head + DATA_AT:head + DATA_AT + built[i][2]]
             finished += 1
@@ -280,18 +283,16 @@ PROGRESS_EVERY = 64
 
 def answer_all(port: Port, queries: list[dict], progress=lambda n: None) -> tuple[list[dict], list[str]]:
     """(answers, errors "key: why") of `queries`, in their order, all their MADs in one exchange."""
-    gens, asks, built, ends, failed = [], [], [], [], {}
+    gens, built, ends, failed = [], [], [], {}
     for n, q in enumerate(queries):
         gen = answer(q)
-        wanted = next(gen)
         try:
-            made = [port.build(a) for a in wanted]
+            made = [port.build(a) for a in next(gen)]
         except ValueError as exc:
-            failed[n], made, wanted = str(exc), [], []
-        gens.append((gen, len(asks)))
-        asks += wanted
+            failed[n], made = str(exc), []
+        gens.append((gen, len(built)))
         built += made
-        ends.append(len(asks))
+        ends.append(len(built))
     shown = [0]
 
     def done(finished: int) -> None:  # how many queries have every ask finished (they finish nearly in order)
@@ -300,7 +301,7 @@ def answer_all(port: Port, queries: list[dict], progress=lambda n: None) -> tupl
             shown[0] = n
             progress(n)
 
-    raws = port.exchange(asks, built, done)
+    raws = port.exchange(built, done)
     answers, errors = [], []
     for n, (q, (gen, start)) in enumerate(zip(queries, gens)):
         if n in failed:
