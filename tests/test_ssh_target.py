@@ -309,7 +309,7 @@ def test_fire_flyer_over_ssh_apply_no_changes_failover(tmp_path, monkeypatch):
 
 def test_health_reads_every_cable_end_over_ssh(pair, ssh_state, tmp_path):
     """`loom health --target ssh`: the port counters are read where the master's port is (its
-    python3 and libibmad, as the other reads), both ends of every cable."""
+    python3 and libibumad, as the other reads), both ends of every cable."""
     import threading
 
     from loom.fabrics.infiniband.sim import console

@@ -1,7 +1,7 @@
 """Read the port counters and link state of both ends of every cable, through the target.
 
 Two kinds of query per device, answered together by `loom.fabrics.infiniband.madquery` (the
-simulator: a few reader processes at once; an SSH target: one on the master's host), so a
+simulator: one reader process beside ibsim; an SSH target: one on the master's host), so a
 two-zone fabric is read in seconds, not the minutes a `perfquery` process per port costs:
 
 - PortCounters and PortCountersExtended (PMA, the GMPs `perfquery` sends) go by LID — the

@@ -4,7 +4,7 @@ over one multiplexed connection per host (ControlMaster; the control sockets liv
 0700 directory removed at the end).
 
 What runs on the hosts is plain POSIX sh and the tools OpenSM's hosts have: `dump_fts` for the
-tables, `python3` with libibmad for QoS by directed route (`loom.fabrics.infiniband.madquery`, sent as the
+tables, `python3` with libibumad for QoS by directed route (`loom.fabrics.infiniband.madquery`, sent as the
 command's text: nothing of loom is installed there), `mktemp` + `mv` for atomic writes, and
 `systemctl restart opensm` (or the pid file's OpenSM started again as it was, where systemd
 does not run it: `loom.fabrics.infiniband.restart_opensm`) for the push; the sweep is awaited in OpenSM's
@@ -206,7 +206,7 @@ class SshTarget:
         return self.master.ca
 
     def read_ports(self, fabric: Fabric, sn: Subnet) -> dict:
-        """The port counters by the master's python3 and libibmad, as `smp` answers everything."""
+        """The port counters by the master's python3 and libibumad, as `smp` answers everything."""
         from .port_counters import read_ports
 
         return read_ports(self, fabric, sn)

@@ -1,0 +1,155 @@
+"""The MAD reader keeps many requests in flight: every answer must land under the query that
+asked it, whatever order the answers come in, with requests that get no answer sent again and
+named when they never do.  A stand-in for libibumad answers out of order (and drops what a test
+says); a run on the simulated fabric reads two switches' tables in one window."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import hashlib
+
+import pytest
+
+from loom.fabrics.infiniband import madquery
+from loom.fabrics.infiniband.madquery import DATA_AT, MAD_SIZE, Port, answer_all
+
+HEAD = 64  # sizeof(struct ib_user_mad), what umad_size() says
+
+
+def content(mad: bytes) -> bytes:
+    """What the stand-in fabric holds for a request: a function of its route (hop count and
+    initial path), attribute, modifier and PortSelect, so an answer given to the wrong request shows."""
+    return hashlib.sha512(mad[128:129 + mad[7]] + mad[16:18] + mad[20:24] + mad[DATA_AT:DATA_AT + 2]).digest()
+
+
+class FakeUmad:
+    """libibumad's calls the reader makes, over a fabric that answers the newest request first
+    (every window comes back reversed), drops the first `drop[key]` sends of a request and
+    answers those in `status` with an error status."""
+
+    def __init__(self, drop: dict[bytes, int] | None = None, status: set[bytes] = frozenset()) -> None:
+        self.queue: list[bytes] = []
+        self.drop, self.status, self.sends = dict(drop or {}), status, 0
+        calls = {"umad_init": lambda: 0, "umad_open_port": lambda ca, port: 3,
+                 "umad_register": lambda fd, cls, *_: {0x81: 0, 0x04: 1}[cls], "umad_size": lambda: HEAD,
+                 "umad_set_addr": lambda *_: 0, "umad_set_pkey": lambda *_: 0, "umad_send": self.send,
+                 "umad_recv": self.recv}
+        for name, call in calls.items():  # plain functions: the reader sets argtypes on them
+            setattr(self, name, lambda *args, call=call: call(*args))
+
+    def send(self, fd, agent, buf, length, timeout, retries):
+        packet = bytes(buf)[:HEAD + MAD_SIZE]
+        self.sends += 1
+        key = content(packet[HEAD:])
+        if self.drop.get(key, 0) > 0:
+            self.drop[key] -= 1
+        else:
+            self.queue.append(packet)
+        return 0
+
+    def recv(self, fd, buf, length, timeout):
+        if not self.queue:
+            return -errno.ETIMEDOUT
+        packet = bytearray(self.queue.pop())  # the newest first: answers out of order
+        mad = packet[HEAD:]
+        key = content(bytes(mad))
+        mad[3] |= 0x80  # a GetResp
+        if mad[1] == madquery.SMI_DIRECT_CLASS:
+            mad[4] |= 0x80  # coming back (the directed route's D bit)
+        if key in self.status:
+            mad[5] = 0x0C  # "unsupported attribute / modifier"
+        mad[DATA_AT:DATA_AT + 64] = key
+        ctypes.memmove(buf, bytes(packet[:HEAD] + mad), HEAD + MAD_SIZE)
+        return 0
+
+
+def expect(path: str, attr: int, mod: int) -> bytes:
+    return content(madquery.dr_smp(madquery.hops_of(path), attr, mod))
+
+
+TWO_TABLES = [{"key": "spine", "path": "0,1", "lft": [0, 1, 2, 3, 4, 5]},
+              {"key": "leaf", "path": "0,1,7", "lft": [0, 1, 2, 3, 4, 5]},
+              {"key": "leaf/3", "path": "0,1,7", "out": 3, "ins": [0, 1, 2, 3]}]
+
+
+def lft_of(path: str, blocks: list[int]) -> dict[str, list[int]]:
+    return {str(b): list(expect(path, madquery.ATTR_LFT, b)) for b in blocks}
+
+
+def test_answers_out_of_order_land_under_their_own_keys():
+    fake = FakeUmad()
+    answers, errors = answer_all(Port(window=16, lib=fake), TWO_TABLES)
+    assert errors == []
+    assert [a["key"] for a in answers] == ["spine", "leaf", "leaf/3"]
+    assert answers[0]["lft"] == lft_of("0,1", list(range(6)))
+    assert answers[1]["lft"] == lft_of("0,1,7", list(range(6)))
+    assert answers[0]["lft"] != answers[1]["lft"]  # two tables: swapped answers would show
+    rows = answers[2]["sl2vl"]
+    assert rows == {str(i): madquery.sl2vl(expect("0,1,7", madquery.ATTR_SL2VL, (i << 8) | 3)) for i in range(4)}
+    assert answers[2]["vlarb"] == {"low": madquery.vlarb(expect("0,1,7", madquery.ATTR_VLARB, (1 << 16) | 3)),
+                                   "high": madquery.vlarb(expect("0,1,7", madquery.ATTR_VLARB, (3 << 16) | 3))}
+
+
+def test_the_window_bounds_what_is_in_flight():
+    """No more than `window` requests are out unanswered at once (what hardware's VL15 can take)."""
+    fake, most = FakeUmad(), [0]
+    send = fake.umad_send
+
+    def counted(*args):
+        send(*args)
+        most[0] = max(most[0], len(fake.queue))
+        return 0
+    fake.umad_send = counted
+    answers, errors = answer_all(Port(window=4, lib=fake), TWO_TABLES)
+    assert errors == [] and len(answers) == 3 and most[0] == 4
+
+
+def test_a_dropped_request_is_sent_again_and_one_never_answered_is_named(monkeypatch):
+    monkeypatch.setattr(madquery, "TIMEOUT_MS", 30)
+    once, never = expect("0,1", madquery.ATTR_LFT, 2), expect("0,1,7", madquery.ATTR_LFT, 4)
+    fake = FakeUmad(drop={once: 1, never: madquery.TRIES})
+    answers, errors = answer_all(Port(window=16, lib=fake), TWO_TABLES)
+    assert [a["key"] for a in answers] == ["spine", "leaf/3"]
+    assert answers[0]["lft"] == lft_of("0,1", list(range(6)))
+    assert errors == ["leaf: no answer from 0,1,7 (attribute 0x19, modifier 0x4)"]
+    assert fake.sends == 6 + 6 + 6 + 1 + (madquery.TRIES - 1)
+
+
+def test_an_error_status_and_a_bad_route_fail_their_query_only():
+    fake = FakeUmad(status={expect("0,1", madquery.ATTR_LFT, 5)})
+    queries = TWO_TABLES + [{"key": "bad", "path": "0,x", "lft": [0]}]
+    answers, errors = answer_all(Port(window=16, lib=fake), queries)
+    assert [a["key"] for a in answers] == ["leaf", "leaf/3"]
+    assert errors == ["spine: error status 0xc from 0,1 (attribute 0x19, modifier 0x5)", "bad: bad directed route 0,x"]
+
+
+def test_counters_without_the_extended_ones_keep_the_32_bit_ones():
+    """A node that refuses PortCountersExtended (status) still reports its PortCounters."""
+    fake = FakeUmad(status={content(madquery.pma_get(2, madquery.ATTR_PORT_COUNTERS_EXT))})
+    [a], errors = answer_all(Port(lib=fake), [{"key": "c:sw", "lid": 5, "counters": [1, 2]}])
+    assert errors == [] and sorted(a["counters"]) == ["1", "2"] and sorted(a["ext"]) == ["1"]
+
+
+@pytest.mark.sim
+def test_two_switches_tables_read_in_one_window_match_dump_fts(tiny_up):
+    """On the simulated fabric: every block of every switch's table, all in one reader run (many
+    requests of different switches in flight at once), equals what `dump_fts` reads."""
+    from loom.expand import load_fabric
+    from loom.fabrics.infiniband.lft_readback import BLOCK, read_blocks
+    from loom.fabrics.infiniband.target import SimTarget
+    from loom.render.opensm import tables_from_dump
+    from loom.routing import subnet
+
+    from .simfabric import TINY
+
+    sn = subnet(load_fabric(TINY), 0)
+    target = SimTarget(tiny_up)
+    live = tables_from_dump(sn, tiny_up.dump_fts(), "live")
+    blocks = list(range(sn.max_lid // BLOCK + 1))
+    back = read_blocks(target, sn, {row: blocks for row in range(sn.n)})
+    assert sorted(back) == list(range(sn.n))
+    for row in range(sn.n):
+        got = [port for b in blocks for port in back[row][b]][1:sn.max_lid + 1]
+        assert got == live.lft[row, 1:].tolist(), sn.name(row)
+    assert len({tuple(live.lft[row].tolist()) for row in range(sn.n)}) > 1  # the tables differ: a swap would show
