@@ -6,6 +6,7 @@ reproducer (see tests/fuzz/campaign.py)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,13 @@ from tests.fuzz.mutate import make_case
 from tests.fuzz.surfaces import SURFACES, surface_case
 
 
+# one worker per core: the cases share nothing, and a 2-core CI runs the 2,000 in half the time
+WORKERS = max(1, min(2, len(os.sched_getaffinity(0))))
+
+
 def _campaign(tmp_path, n: int, seed: int, start: int = 0) -> None:
-    report = run_campaign(n, seed=seed, start=start, seconds=60, memory_mb=1536, out_dir=tmp_path / "reproducers")
+    report = run_campaign(n, seed=seed, start=start, seconds=60, memory_mb=1536, out_dir=tmp_path / "reproducers",
+                          workers=WORKERS)
     assert report.cases == n
     assert report.failed == 0, report.summary() + "".join(
         f"\n  case {f['index']}: {f['outcome']} -> {f['reproducer']}\n{f['detail'][-1500:]}" for f in report.failures)
@@ -55,7 +61,7 @@ def test_a_failure_is_caught_and_written_out(tmp_path, monkeypatch):
         return [bytearray(1 << 30) for _ in range(10)]  # ~10 GB; over the 512 MB limit at once, however busy the machine
 
     monkeypatch.setattr(campaign, "run_pipeline", planted)
-    report = campaign.run_campaign(6, seed=1, seconds=2, memory_mb=512, out_dir=tmp_path, only=[0, 2, 4, 6, 8, 10])
+    report = campaign.run_campaign(6, seed=1, seconds=2, memory_mb=512, out_dir=tmp_path, only=[0, 2, 4, 6, 8, 10], workers=2)
     assert report.outcomes["traceback"] + report.outcomes["hang"] + report.outcomes["memory"] == 6, report.summary()
     assert {"traceback", "hang", "memory"} <= set(report.outcomes)
     for f in report.failures:

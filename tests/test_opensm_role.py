@@ -6,6 +6,7 @@ renderer) and keeps the site's own settings; a second run changes nothing."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,10 +90,17 @@ def test_role_installs_the_watcher_beside_opensm(tmp_path):
     run = playbook(inv, extra)
     assert run.returncode == 0 and not unit_path.exists(), run.stdout[-3000:]
 
+    # the watcher's model with its lock file and catalogue: the role copies the directory a file
+    # at a time (~0.5 s each), and the other 18 models of topology/ are not what is tested
+    topology = tmp_path / "topology"
+    topology.mkdir()
+    for name in ("tiny.yaml", "tiny.lock.json"):
+        shutil.copy(ROOT / "topology" / name, topology / name)
+    shutil.copytree(ROOT / "topology" / "catalogue", topology / "catalogue")
     spec = WatchUnit(model=f"{root}/etc/loom/topology/tiny.yaml", loom=str(Path(sys.executable).parent / "loom"),
                      inventory=f"{root}/etc/loom/inventory", state_dir=f"{root}/var/lib/loom", interval=2.0, hold_down=30.0)
     extra.write_text(yaml.safe_dump({**base, "opensm_watch": True, "opensm_watch_model": "tiny.yaml",
-                                      "opensm_watch_topology_src": str(ROOT / "topology"),
+                                      "opensm_watch_topology_src": str(topology),
                                       "opensm_watch_topology_dir": f"{root}/etc/loom/topology", "opensm_watch_loom": spec.loom,
                                       "opensm_watch_inventory_src": str(inv), "opensm_watch_inventory": spec.inventory,
                                       "opensm_watch_state_dir": spec.state_dir, "opensm_watch_interval": 2,
@@ -105,6 +113,9 @@ def test_role_installs_the_watcher_beside_opensm(tmp_path):
     assert f"watch {spec.model} --target ssh --inventory {spec.inventory} --interval 2.0 --hold-down 30.0" in exec_line
     copied = sorted(str(f.relative_to(spec.inventory)) for f in Path(spec.inventory).rglob("*") if f.is_file())
     assert copied == sorted(str(f.relative_to(inv)) for f in inv.rglob("*") if f.is_file())
+    model_dir = Path(spec.model).parent
+    assert sorted(str(f.relative_to(model_dir)) for f in model_dir.rglob("*") if f.is_file()) == \
+        sorted(str(f.relative_to(topology)) for f in topology.rglob("*") if f.is_file())
     # the unit's command works on what the role copied (model, lock file and catalogue)
     check = subprocess.run([spec.loom, "validate", spec.model], capture_output=True, text=True)
     assert check.returncode == 0 and (Path(spec.model).parent / "tiny.lock.json").exists(), check.stdout + check.stderr

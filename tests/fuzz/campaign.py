@@ -1,4 +1,4 @@
-"""A fuzz campaign: cases run in-process in one worker with a per-case time and memory cap.
+"""A fuzz campaign: cases run in-process in forked workers with a per-case time and memory cap.
 
 The worker (a forked process, so a blow-up cannot take the caller down) limits its own address
 space to what it had at start plus `memory_mb`, arms a timer of `seconds` per case, and runs
@@ -14,6 +14,7 @@ files (`case-<seed>-<index>/`) and what happened (`.txt`: base, mutations, comma
 from __future__ import annotations
 
 import multiprocessing as mp
+import multiprocessing.connection
 import resource
 import shutil
 import signal
@@ -152,50 +153,90 @@ def _write_surface_reproducer(out_dir: Path, seed: int, result: dict) -> Path:
     return d
 
 
+@dataclass
+class _Worker:
+    """A forked worker and the case it is on (None: idle), with when it was sent."""
+
+    proc: mp.Process
+    conn: object
+    index: int | None = None
+    sent: float = 0.0
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            try:
+                self.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+
+
 def run_campaign(n: int, seed: int = 1, start: int = 0, seconds: float = 60.0, memory_mb: int = 1536,
-                 out_dir: Path = Path("fuzz-out"), progress=None, only: list[int] | None = None) -> Report:
-    """Run cases `start .. start+n-1` (or `only`) of `seed`; reproducers of failures go to `out_dir`."""
+                 out_dir: Path = Path("fuzz-out"), progress=None, only: list[int] | None = None,
+                 workers: int = 1) -> Report:
+    """Run cases `start .. start+n-1` (or `only`) of `seed` on `workers` workers at once (each
+    case is decided by its index alone, so the outcomes do not depend on how many); reproducers
+    of failures go to `out_dir`."""
     ctx = mp.get_context("fork")
     report = Report()
     t_start = time.perf_counter()
-    worker = conn = None
-    indices = only if only is not None else range(start, start + n)
+    todo = list(only if only is not None else range(start, start + n))[::-1]  # popped from the end: in order
+    pool: list[_Worker] = []
+
+    def spawn() -> _Worker:
+        conn, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker, args=(child, seed, seconds, memory_mb), daemon=True)
+        proc.start()
+        child.close()  # the worker's end is the worker's alone: its death then reads as EOF here
+        return _Worker(proc, conn)
+
+    def retire(w: _Worker, result: dict) -> None:
+        """The worker's case ended it (hang, crash, memory): counted, and a fresh worker takes its place."""
+        w.proc.kill()
+        w.proc.join()
+        pool.remove(w)
+        record(result)
+
+    def record(result: dict) -> None:
+        report.cases += 1
+        report.outcomes[result["outcome"]] += 1
+        report.by_input.setdefault(input_of(seed, result["index"]), Counter())[result["outcome"]] += 1
+        report.slowest = max(report.slowest, (result["seconds"], result["index"]))
+        if result["outcome"] in FAILURES:
+            result["reproducer"] = str(_write_reproducer(out_dir, seed, result))
+            report.failures.append(result)
+        if progress and report.cases % 100 == 0:
+            progress(report, time.perf_counter() - t_start)
+
     try:
-        for k, index in enumerate(indices):
-            if worker is None:
-                conn, child = ctx.Pipe()
-                worker = ctx.Process(target=_worker, args=(child, seed, seconds, memory_mb), daemon=True)
-                worker.start()
-            conn.send(index)
-            if conn.poll(seconds + 30):
+        while todo or any(w.index is not None for w in pool):
+            for w in [w for w in pool if w.index is not None and time.monotonic() - w.sent > seconds + 30]:
+                retire(w, {"index": w.index, "outcome": "hang", "detail": f"no answer in {seconds + 30:.0f}s", "seconds": seconds + 30})
+            while len(pool) < workers and len(todo) > sum(w.index is None for w in pool):
+                pool.append(spawn())
+            for w in pool:
+                if w.index is None and todo:
+                    w.index, w.sent = todo.pop(), time.monotonic()
+                    w.conn.send(w.index)
+            busy = {w.conn: w for w in pool if w.index is not None}
+            for conn in mp.connection.wait(list(busy), timeout=1.0):
+                w = busy[conn]
                 try:
                     result = conn.recv()
                 except EOFError:
-                    result = {"index": index, "outcome": "crash", "detail": f"worker died (exit {worker.exitcode})", "seconds": 0.0}
-            else:
-                result = {"index": index, "outcome": "hang", "detail": f"no answer in {seconds + 30:.0f}s", "seconds": seconds + 30}
-            if result["outcome"] in ("hang", "crash", "memory"):  # a fresh worker for the next case
-                worker.kill()
-                worker.join()
-                worker = None
-            report.cases += 1
-            report.outcomes[result["outcome"]] += 1
-            report.by_input.setdefault(input_of(seed, index), Counter())[result["outcome"]] += 1
-            report.slowest = max(report.slowest, (result["seconds"], index))
-            if result["outcome"] in FAILURES:
-                result["reproducer"] = str(_write_reproducer(out_dir, seed, result))
-                report.failures.append(result)
-            if progress and (k + 1) % 100 == 0:
-                progress(report, time.perf_counter() - t_start)
+                    w.proc.join()
+                    result = {"index": w.index, "outcome": "crash", "detail": f"worker died (exit {w.proc.exitcode})", "seconds": 0.0}
+                if result["outcome"] in ("hang", "crash", "memory"):
+                    retire(w, result)
+                else:
+                    w.index = None
+                    record(result)
     finally:
-        if worker is not None:
-            try:
-                conn.send(None)
-            except (BrokenPipeError, OSError):
-                pass
-            worker.join(5)
-            if worker.is_alive():
-                worker.kill()
-                worker.join()
+        for w in pool:
+            w.stop()
+    report.failures.sort(key=lambda f: f["index"])
     report.seconds = time.perf_counter() - t_start
     return report

@@ -6,16 +6,22 @@ import pytest
 GPU_NODE = "loom-host_tuning"
 
 
+def node(host) -> str:
+    """The platform a test runs on: testinfra reaches each by its chroot directory, named for it."""
+    return host.backend.get_hostname().rstrip("/").rsplit("/", 1)[-1]
+
+
 @pytest.fixture
 def gpu(host):
     """The tests of a GPU node's settings run on the GPU node only."""
-    if host.backend.get_hostname() != GPU_NODE:
+    if node(host) != GPU_NODE:
         pytest.skip("a GPU node's settings")
 
 
 @pytest.fixture
 def gpuless(host):
-    if host.backend.get_hostname() == GPU_NODE:
+    """And those of a GPU-less node on the management node only."""
+    if node(host) == GPU_NODE:
         pytest.skip("a GPU-less node's settings")
 
 
