@@ -167,3 +167,19 @@ def test_validate_refuses_what_loom_cabling_would(tmp_path, catalogue, words):
                      .replace("catalogue: catalogue/nvidia-hdr.yaml", f"catalogue: {catalogue}"))
     r = CliRunner().invoke(app, ["validate", str(model)])
     assert r.exit_code == 1 and words in r.output and "valid (" not in r.output, r.output
+
+
+@pytest.mark.parametrize("fmt", ["csv", "labels", "html", "xlsx", "text"])
+def test_every_format_written_to_a_file_says_so(tmp_path, fmt):
+    """`--out FILE`: the file holds the document and the command says what it wrote (it used to
+    for xlsx alone, and was silent for the other formats)."""
+    tiny = TOPO / "tiny.yaml"
+    if fmt != "text":
+        sheet = tmp_path / f"sheet.{fmt}"
+        said = cabling("sheet", str(tiny), "--format", fmt, "--out", str(sheet))
+        assert f"wrote {sheet} (" in said and "cables)" in said and sheet.stat().st_size > 0
+    grown = tmp_path / "tiny.yaml"
+    grown.write_text(tiny.read_text().replace("count: 9,", "count: 10,", 1))  # one node more
+    change = tmp_path / f"change.{fmt}"
+    said = cabling("diff", str(tiny), str(grown), "--format", fmt, "--out", str(change))
+    assert f"wrote {change} (" in said and "change(s))" in said and change.stat().st_size > 0

@@ -40,11 +40,13 @@ def _format(fmt: str, allowed: tuple[str, ...]) -> str:
     return fmt
 
 
-def _emit(text: str, out_file: Path | None) -> None:
+def _emit(text: str | bytes, out_file: Path | None, what: str) -> None:
+    """The document on stdout, or written to `out_file` with a line saying so (every format alike)."""
     if out_file is None:
         sys.stdout.write(text)
     else:
         write(out_file, text)
+        out.print(f"wrote {out_file} ({what})", highlight=False, markup=False)
 
 
 @cabling_app.command("sheet")
@@ -62,8 +64,7 @@ def sheet_cmd(model: Path = MODEL_ARG,
     if fmt == "xlsx":
         from loom.render.cabling_docs import to_xlsx
 
-        write(out_file, to_xlsx(fabric, plan))
-        out.print(f"wrote {out_file} ({len(plan)} cables)", highlight=False, markup=False)
+        _emit(to_xlsx(fabric, plan), out_file, f"{len(plan)} cables")
         return
     if fmt == "csv":
         from loom.render.cabling import to_csv
@@ -77,7 +78,7 @@ def sheet_cmd(model: Path = MODEL_ARG,
         from loom.render.cabling_docs import to_html
 
         text = to_html(fabric, plan)
-    _emit(text, out_file)
+    _emit(text, out_file, f"{len(plan)} cables")
 
 
 @cabling_app.command("diff")
@@ -129,14 +130,13 @@ def diff_cmd(models: list[Path] = typer.Argument(..., help="OLD NEW (model files
 
         change = change_marks(old_f, lines, only_changes)
         if fmt == "xlsx":
-            write(out_file, to_xlsx(new_f, new_plan, change))
-            out.print(f"wrote {out_file} ({len(lines)} change(s))", highlight=False, markup=False)
+            _emit(to_xlsx(new_f, new_plan, change), out_file, f"{len(lines)} change(s)")
             return
         text = (to_labels_csv([c for c in new_plan if c.cable_id in change["marks"]]) if fmt == "labels"
                 else to_html(new_f, new_plan, change))
     else:
         text = change_sheet_csv(lines) if fmt == "csv" else change_sheet_text(lines, pull_list(lines, new_plan))
-    _emit(text, out_file)
+    _emit(text, out_file, f"{len(lines)} change(s)")
 
 
 def cable_plan_of(path: Path, fabric):
