@@ -56,6 +56,11 @@ class SwitchesOverSsh(Started):
                 "".join(f"Port {p}\n" for p in ports[i:i + MAX_LISTEN]) + f"ListenAddress 127.0.0.1\nHostKey {r / 'hostkey'}\n"
                 f"PidFile {r / f'sshd{i}.pid'}\nAuthorizedKeysFile {r / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
                 f"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nAcceptEnv LOOM_SWITCH\n"
+                # one server plays every switch: loom opens a connection to each at once, and sshd's
+                # default MaxStartups (10:30:100) drops 30 % of the handshakes beyond ten
+                # ("kex_exchange_identification: Connection reset by peer"), which real switches,
+                # each with its own server, never see
+                f"MaxStartups 100\nMaxSessions 100\n"
                 f"SetEnv PATH={r / 'bin'}:/usr/bin:/bin:/usr/sbin:/sbin\n")
         self.ssh_config.write_text("".join(
             f"Host {name}\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {self.key}\n"
