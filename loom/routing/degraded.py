@@ -30,6 +30,12 @@ from .zone import Zone
 PILE = 4
 
 
+def spine_reach(z: Zone, cabled: np.ndarray) -> np.ndarray:
+    """[leaf edge, spine position]: the spine still has a link (one of its parallel links) to the
+    leaf, from `cabled` [leaf edge, up-port index]."""
+    return np.stack([cabled[:, s::z.S].any(axis=1) for s in range(z.S)], axis=1)
+
+
 def avoid_missing(z: Zone, cabled: np.ndarray, att_edge: np.ndarray, u: np.ndarray, role: np.ndarray,
                   is_ca: np.ndarray, movable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Move u(d) to an index whose spine position still has a link down to d's leaf.  Every
@@ -40,7 +46,7 @@ def avoid_missing(z: Zone, cabled: np.ndarray, att_edge: np.ndarray, u: np.ndarr
     next index: a spine that is down put its destinations on one spine, two per link into
     every leaf and on one up-port of every leaf, which the per-switch repair could only even
     out by splitting them."""
-    reach = np.stack([cabled[:, s::z.S].any(axis=1) for s in range(z.S)], axis=1)  # [leaf edge, spine pos]
+    reach = spine_reach(z, cabled)
     u = u.copy()
     moving = ~reach[att_edge, u % z.S]
     load = np.bincount(u[~moving], minlength=z.U)
@@ -113,7 +119,7 @@ def spread_crowded(z: Zone, lft: np.ndarray, cabled: np.ndarray, att_lid: np.nda
     leaf's up-ports stay even.  Traffic from one source leaf still takes one path; only
     different sources take different spines.  With a hint (the tables in force),
     the engine keeps the leaves' choices as they are."""
-    reach = np.stack([cabled[:, s::z.S].any(axis=1) for s in range(z.S)], axis=1)
+    reach = spine_reach(z, cabled)
     ranked = crowded[np.lexsort((att_lid[crowded], role[crowded]))]
     moving = np.zeros(len(att_lid), bool)
     moving[crowded] = True
