@@ -29,7 +29,7 @@ from loom.expand.failures import parse_failures, without  # noqa: E402
 from loom.fabrics.infiniband.apply import apply_tables  # noqa: E402
 from loom.fabrics.infiniband.daemon import client_dir  # noqa: E402
 from loom.fabrics.infiniband.madquery import WINDOW  # noqa: E402
-from loom.fabrics.infiniband.qos_readback import qos_jobs  # noqa: E402
+from loom.fabrics.infiniband.qos_readback import READERS, qos_jobs  # noqa: E402
 from loom.fabrics.infiniband.target import SimTarget  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
 from loom.routing import get_engine, subnet  # noqa: E402
@@ -127,7 +127,7 @@ def main(model: Path) -> int:
             readers = (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
             sim_cpu = cpu_of(ibsim) - before
             report.add(f"{name}: QoS read-back", wall, "s", note=f"{smps:,} SMPs")
-            report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s", note=f"one reader, {WINDOW} SMPs in flight")
+            report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s", note=f"{READERS} readers, {WINDOW} SMPs in flight each")
             rate, sample = bare_rate(target, qos_jobs(sn, target.d.sm_host)[:600], 1)
             report.add(f"{name}: … the same reader with one SMP in flight", rate, "SMP/s",
                        note=f"{sample:,} SMPs of the read-back (libibmad's smp_query_via waits for each)")

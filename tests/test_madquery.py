@@ -153,3 +153,8 @@ def test_two_switches_tables_read_in_one_window_match_dump_fts(tiny_up):
         got = [port for b in blocks for port in back[row][b]][1:sn.max_lid + 1]
         assert got == live.lft[row, 1:].tolist(), sn.name(row)
     assert len({tuple(live.lft[row].tolist()) for row in range(sn.n)}) > 1  # the tables differ: a swap would show
+
+
+def test_an_sl2vl_row_reads_sl_0_first_from_the_high_nibble():
+    """IBA 14.2.5.8: byte i holds SL 2i's VL in its high nibble, SL 2i+1's in its low one."""
+    assert madquery.sl2vl(bytes([0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF]) + bytes(56)) == "0123456789abcdef"

@@ -257,19 +257,21 @@ def test_a_plan_of_the_model_applied_last_takes_its_tables(tiny_up, tmp_path, mo
     import loom.fabrics.infiniband.plan as plan_module
 
     d = tiny_up
-    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    code, out = loom("plan", TINY)
+    assert code == 2 and "  route: " in out, out  # routed first: refused before the fabric is touched if no engine routes it
+    assert loom("apply", "--model", TINY)[0] == 0
     key = (d.dir / "last-applied.key").read_text().strip()
     assert key == plan_module.routing_key(load_fabric(TINY))
     routed = []
     real = design_module.settled_route
     monkeypatch.setattr(design_module, "settled_route", lambda *a: routed.append(1) or real(*a))
     code, out = loom("plan", TINY)
-    assert code == 0 and "No changes" in out and not routed, out
+    assert code == 0 and "No changes" in out and not routed and "  route: " not in out, out
     # planted: the keys name another model (the one the tables were routed for has changed)
     (d.dir / "last-applied.key").write_text("0" * 64 + "\n")
     (d.dir / "design.key").write_text("0" * 64 + " 0\n")
     code, out = loom("plan", TINY)
-    assert code == 0 and routed == [1], out
+    assert code == 0 and routed == [1] and "  route: " in out, out
     # another model's routing key differs (a storage node pinned elsewhere)
     moved = tmp_path / "moved.yaml"
     moved.write_text(Path(TINY).read_text().replace('name_pattern: "st{index:02d}"}',

@@ -128,6 +128,31 @@ def test_wrong_sl2vl_on_the_fabric_is_drift(tiny_sim):
 
 
 @pytest.mark.sim
+def test_a_read_back_split_between_readers_answers_as_one_reader(tiny_sim, monkeypatch):
+    """A large fabric's read-back goes to two reader processes; their answers, joined, are the
+    one reader's, in the jobs' order, and the progress counts every port once."""
+    from loom.fabrics.infiniband import qos_readback
+    from loom.progress import listening
+    from loom.routing import subnet
+
+    from .test_plan_apply import Recorder
+
+    sn = subnet(load_fabric(TINY), 0)
+    jobs = qos_readback.qos_jobs(sn, tiny_sim.sm_host)
+    one = qos_readback.madqueries(tiny_sim, jobs)
+    runs = []
+    reader = qos_readback._madquery
+    monkeypatch.setattr(qos_readback, "_madquery", lambda d, part, *a: runs.append(len(part)) or reader(d, part, *a))
+    monkeypatch.setattr(qos_readback, "SPLIT_FROM", 2)
+    seen = Recorder()
+    with listening(seen):
+        two = qos_readback.read_qos(tiny_sim, sn)
+    assert runs == [60, 60] and seen.steps == len(jobs) == 120
+    assert two == {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in one}
+    assert qos_readback.madqueries(tiny_sim, jobs) == one  # the order of the jobs, not of the readers
+
+
+@pytest.mark.sim
 def test_fast_qos_reader_equals_smpquery(tiny_sim):
     """The one-process MAD reader returns exactly what `smpquery` returns, port by port."""
     from loom.fabrics.infiniband.qos_readback import read_qos, read_qos_smpquery

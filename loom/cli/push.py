@@ -173,8 +173,8 @@ def plan(model: Path = MODEL_ARG, out_file: Path | None = typer.Option(None, "--
     fabric = load_model(model)
     backend = backend_of(fabric)
     with refusals(model):
-        fabric = backend.prepare_plan(model, fabric, UI)  # InfiniBand: refuses fabrics no engine routes, first
         d = backend.target(fabric, target, inventory, ssh_config)
+        fabric = backend.prepare_plan(model, fabric, UI, d)  # InfiniBand: refuses fabrics no engine routes, first
     plan_on(backend, d, model, fabric, out_file, as_json)
 
 

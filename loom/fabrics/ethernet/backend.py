@@ -142,7 +142,7 @@ class Ethernet:
 
         return target_named(fabric, kind, inventory, ssh_config)
 
-    def prepare_plan(self, model: Path, fabric: Fabric, ui: Ui) -> Fabric:
+    def prepare_plan(self, model: Path, fabric: Fabric, ui: Ui, target) -> Fabric:
         return fabric  # the plan itself routes and renders
 
     def make_plan(self, model: Path, fabric: Fabric, target) -> dict:

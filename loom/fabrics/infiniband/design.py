@@ -45,6 +45,15 @@ def recorded(state_dir: Path, design_key: str, design) -> Tables | None:
     return tables_from_dump(subnet(design, 0), text, "design")
 
 
+def routed_before(state_dir: Path, key: str) -> bool:
+    """Did loom apply, or record as the design, tables of the fabric with routing `key`?"""
+    try:
+        design_key = (Path(state_dir) / DESIGN_KEY).read_text().split()[0]
+    except (OSError, IndexError):
+        design_key = None
+    return key in (design_key, key_of_last(state_dir))
+
+
 def key_of_last(state_dir: Path) -> str | None:
     """The routing key of the fabric whose plan loom applied last (`last-applied.key`; a
     watcher's apply leaves none).  Equal to the fabric's now: routing it again from those tables

@@ -221,9 +221,12 @@ def link(raw: bytes) -> list[int]:
     return [raw[32] & 0xF, raw[31], raw[35] >> 4, raw[62] >> 4]
 
 
-def sl2vl(raw: bytes) -> list[int]:
-    """16 VLs: byte i holds SL 2i in its high nibble and SL 2i+1 in its low nibble."""
-    return [v for b in raw[:8] for v in (b >> 4, b & 0xF)]
+def sl2vl(raw: bytes) -> str:
+    """The 16 VLs as 16 hex digits, SL 0's first: byte i holds SL 2i in its high nibble and
+    SL 2i+1 in its low one, the order `hex` writes them.  A string, not 16 numbers: a two-zone
+    read-back holds 260,000 rows, and as lists they cost the reader and the plan a second of
+    encoding, decoding and digesting JSON."""
+    return raw[:8].hex()
 
 
 def vlarb(raw: bytes) -> list[list[int]]:

@@ -8,7 +8,8 @@ readable even where the forwarding tables do not (yet) reach a port, e.g. right 
 was re-cabled.  A switch's SL2VL is per (input port, output port): one query per cabled output port returns
 every input port's row (port 0 included as an input).  Base switch port 0 carries only
 management traffic and is not an output that QoS configures, so it is not queried as one.  One reader
-process answers them all, `madquery.WINDOW` SMPs in flight at once (ibsim serves at most 10 clients).
+process (two for a large fabric, `madqueries`) answers them all, `madquery.WINDOW` SMPs in flight
+at once each (ibsim serves at most 10 clients).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .sim import SimError
 
 ROW = re.compile(r"ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|")
 WORKERS = 4
+READERS, SPLIT_FROM = 2, 1024  # reader processes for a read-back of at least SPLIT_FROM jobs (`madqueries`)
 READ_TIMEOUT = 600  # seconds for every port of the fabric (seconds on two zones)
 
 
@@ -101,8 +103,9 @@ def qos_jobs(sn: Subnet, sm_host: str) -> list[dict]:
 
 
 def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
-    """{"<device>/<port>": {"sl2vl": {"<in port>": [16 VLs]}, "vlarb": {"low", "high"}}} for every
-    cabled switch port and CA port, by one `loom.fabrics.infiniband.madquery` process."""
+    """{"<device>/<port>": {"sl2vl": {"<in port>": "<16 hex digits: SL 0's VL first>"}, "vlarb":
+    {"low", "high"}}} for every cabled switch port and CA port, by one
+    `loom.fabrics.infiniband.madquery` process."""
     d.health()
     jobs = qos_jobs(sn, d.sm_host)
     with counting("QoS read-back (ports)", len(jobs)) as advance:
@@ -112,17 +115,31 @@ def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
 
 def madqueries(d: Daemons, jobs: list[dict], advance=lambda n: None, what: str = "QoS read-back",
                items: str = "queries", every: bool = True) -> list[dict]:
-    """Answer `jobs` by one `loom.fabrics.infiniband.madquery` process; SimError names what did not
-    answer (with `every=False`, unanswered jobs are only left out).  One process, not several: it
-    keeps `madquery.WINDOW` SMPs in flight itself, and on two cores a second reader only adds the CPU of
-    its own start and of the simulator shim's threads (two zones' QoS read-back, 210,808 SMPs:
-    one reader 2.7-3.6 s of CPU, two 3.2-4.1 s, three 3.6-4.3 s, in about the same time)."""
+    """Answer `jobs` by `loom.fabrics.infiniband.madquery` processes; SimError names what did not
+    answer (with `every=False`, unanswered jobs are only left out).
+
+    Under the simulator a reader is CPU-bound: each SMP costs it a send to ibsim and a hand-over
+    from the umad2sim shim's receiver thread, ~17 µs of CPU, where ibsim answers in ~6.  Many
+    jobs are therefore split between `READERS` processes, each with `madquery.WINDOW` SMPs in
+    flight: two zones' QoS read-back (210,808 SMPs) took 3.3-4.3 s alone with one reader and
+    2.8-3.1 s with two, and inside a plan (routing and checks on the other core) 4.2-5.2 s and
+    3.9-4.4 s.  Few jobs go to one: a process start costs more than it saves."""
     if not jobs:
         return []
-    out = _madquery(d, jobs, advance, what)
-    if out["errors"] and every:
-        raise SimError(f"{what}: {len(out['errors'])} {items} did not answer, e.g. {out['errors'][0]}")
-    return out["answers"]
+    readers = READERS if len(jobs) >= SPLIT_FROM else 1
+    size = -(-len(jobs) // readers)
+    lock = threading.Lock()
+
+    def counted(n: int) -> None:  # the readers report from their own threads
+        with lock:
+            advance(n)
+
+    with ThreadPoolExecutor(readers) as pool:
+        outs = list(pool.map(lambda at: _madquery(d, jobs[at:at + size], counted, what), range(0, len(jobs), size)))
+    answers, errors = [a for o in outs for a in o["answers"]], [e for o in outs for e in o["errors"]]
+    if errors and every:
+        raise SimError(f"{what}: {len(errors)} {items} did not answer, e.g. {errors[0]}")
+    return answers
 
 
 def _madquery(d: Daemons, jobs: list[dict], advance, what: str) -> dict:
@@ -178,11 +195,16 @@ def read_qos_smpquery(d: Daemons, sn: Subnet) -> dict[str, dict]:
     def one(job):
         path, out = job["path"], str(job["out"])
         rows = parse_sl2vl(_smpquery(d, "-D", "sl2vl", path, *([out] if job["ins"] else [])))
-        return job["key"], {"sl2vl": {str(i): v for (i, _), v in sorted(rows.items())},
+        return job["key"], {"sl2vl": {str(i): vls_hex(v) for (i, _), v in sorted(rows.items())},
                             "vlarb": parse_vlarb(_smpquery(d, "-D", "vlarb", path, *([out] if job["ins"] else [])))}
 
     with ThreadPoolExecutor(WORKERS) as pool:
         return dict(sorted(pool.map(one, qos_jobs(sn, d.sm_host))))
+
+
+def vls_hex(vls: list[int]) -> str:
+    """16 VLs (one per SL) as the read-back writes them: 16 hex digits (`madquery.sl2vl`)."""
+    return "".join(f"{v:x}" for v in vls)
 
 
 def digest(readback: dict) -> str:
@@ -193,12 +215,12 @@ def mismatches(readback: dict, want: dict | None) -> list[str]:
     """Ports whose tables differ from the intent (nothing is required without QoS)."""
     if want is None:
         return []
-    want_sl2vl, want_low = want["sl2vl"], want["vlarb_low"]
+    want_sl2vl, want_low = vls_hex(want["sl2vl"]), want["vlarb_low"]
     bad = []
     for port, got in readback.items():
-        rows = got["sl2vl"].values()
-        if any(r != want_sl2vl for r in rows):
-            bad.append(f"{port}: SL2VL {next(r for r in rows if r != want_sl2vl)} instead of {want_sl2vl}")
+        wrong = next((r for r in got["sl2vl"].values() if r != want_sl2vl), None)
+        if wrong is not None:
+            bad.append(f"{port}: SL2VL {[int(v, 16) for v in wrong]} instead of {want['sl2vl']}")
         elif got["vlarb"]["low"] != want_low or got["vlarb"]["high"]:
             bad.append(f"{port}: VLArb low {got['vlarb']['low']} high {got['vlarb']['high']} instead of low {want_low} high []")
     return bad
