@@ -161,6 +161,21 @@ def test_planted_core_link_imbalance_is_caught_and_named(tmp_path):
     assert runner.invoke(app, [*args, "--json"]).exit_code == 0  # the engine's own tables pass
 
 
+def test_a_push_verdict_leaves_the_into_figures_out_and_judges_the_rest_alike():
+    """Plan, apply and the watcher judge what `loom check` judges but the links-into figures
+    (`push_verdict`, `into=False`): on the planted imbalance every other figure is the same, the
+    into verdict is absent (None, not a pass), and no into link is named."""
+    t = route(expand(load_model("topology/fat-tree-3.yaml")))[0]
+    planted, name = plant_core_link_imbalance(t)
+    full, push = check_balance(Walk(planted)).as_dict(), check_balance(Walk(planted), into=False).as_dict()
+    assert full["into_within_bound"] is False and push["into_within_bound"] is None
+    assert not any(w.startswith(name) for w in push["worst"]) and any(w.startswith(name) for w in full["worst"])
+    without_into = {lv: {k: v for k, v in f.items() if k != "into"} for lv, f in full["levels"].items()}
+    assert push["levels"] == without_into and any("into" in f for f in full["levels"].values())
+    same = {k for k in full if k not in ("levels", "into_within_bound", "worst")}
+    assert {k: push[k] for k in same} == {k: full[k] for k in same}
+
+
 def test_parallel_core_links_into_a_pod_at_their_paths_bound():
     """Cores with 5 parallel links into each pod (3 pods, 128 CAs each, 80 links into a pod):
     the bound is ceil(128 / 80) × 256 CAs outside = 512 paths per core→pod link, what OpenSM

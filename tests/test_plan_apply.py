@@ -184,8 +184,8 @@ def test_hand_edited_table_is_drift(tiny_up, tmp_path):
 def test_plan_refuses_failing_routing(tiny_up, tmp_path, monkeypatch):
     import loom.fabrics.infiniband.plan as planmod
 
-    real = planmod.check_tables
-    monkeypatch.setattr(planmod, "check_tables", lambda t, **kw: {**real(t, **kw), "deadlock_free": False})
+    real = planmod.push_verdict
+    monkeypatch.setattr(planmod, "push_verdict", lambda *a: {**real(*a), "deadlock_free": False})
     code, out = loom("plan", TINY)
     assert code == 1 and "fails deadlock freedom" in out
 

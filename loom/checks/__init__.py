@@ -23,19 +23,21 @@ from .reachability import check_reachability
 EBB_SAMPLES = 200
 
 
-def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balance_only=None) -> dict:
+def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balance_only=None, into: bool = True) -> dict:
     """Every check on one subnet; keys are the JSON contract of `loom check --json`.
 
     With a QoS plan, `deadlock_free` is the per-VL verdict (what the hardware needs) and
     `deadlock_free_single_vl` says whether the routing would also be safe on one VL.
-    `balance_only` ([switch] bool): judge balance on those switches alone (`check_balance`)."""
+    `balance_only` ([switch] bool): judge balance on those switches alone (`check_balance`);
+    `into=False`: without the figures of the links into each leaf and pod, which only `loom
+    check` judges (`Balance.into_within_bound`)."""
     walk = Walk(tables)
     # three processes on a large subnet: the balance check's CA-to-CA path counts (the one part of
     # it that follows packets) in a child of their own, the rest of the balance check in another,
     # which the parent hands the counts to once it has checked reachability (about when they are
     # ready), before deadlock and eBB
     paths = Forked(lambda: path_counts(walk), tables.lft.size)
-    balance = Forked(lambda counts: check_balance(walk, balance_only, counts), tables.lft.size, takes_input=True)
+    balance = Forked(lambda counts: check_balance(walk, balance_only, counts, into), tables.lft.size, takes_input=True)
     try:
         report = _other_checks(walk, ebb_samples, qos, lambda: balance.send(paths.result()))
         bal = balance.result()

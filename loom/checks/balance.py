@@ -58,8 +58,9 @@ class Balance:
     #: every link into a leaf or pod at or under its CA-to-CA paths bound against the other links
     #: into it (`subtrees`).  Not part of `within_bound` (what whatif, plan and the watcher judge):
     #: the engine does not meet it everywhere yet (issue 33); `loom check` fails on it where the
-    #: fabric is `intact` (every designed switch-to-switch link working)
-    into_within_bound: bool
+    #: fabric is `intact` (every designed switch-to-switch link working).  None where it was not
+    #: computed (`check_balance(into=False)`: a push's verdict, which does not judge it)
+    into_within_bound: bool | None
     intact: bool
     worst: list[str] = field(default_factory=list)
 
@@ -261,16 +262,17 @@ def path_counts(walk: Walk) -> np.ndarray:
     return counts.astype(np.int64).reshape(sn.n, 256)
 
 
-def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[], np.ndarray] | None = None) -> Balance:
+def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[], np.ndarray] | None = None,
+                  into: bool = True) -> Balance:
     """The figures and verdict; `only` ([switch] bool) judges just those switches' groups — a
     watcher's check of a repair, whose other switches kept the figures they passed with
     (`loom.routing.asbuilt.unsettled`).  `paths()`: the `path_counts` someone else counts
     meanwhile (`check_tables`: the parent process, while this runs in a forked child); asked
-    for only after the group figures, the half of the work that does not need them."""
+    for only after the group figures, the half of the work that does not need them.  `into=False`
+    leaves out the links into leaves and pods (most of the CPU on a degraded two-zone fabric)."""
     judged = Judged.of(walk)
     groups = group_figures(walk, only, judged)
     paths = path_counts(walk) if paths is None else paths()
-    into = into_figures(walk, only, judged, paths)
     levels = {}
     for level in dict.fromkeys(g.level for g in groups):
         mine = [g for g in groups if g.level == level]
@@ -283,7 +285,8 @@ def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[]
             "over_design_bound": sum(g.over_design for g in mine),
             "max_paths": int(pc.max()), "min_paths": int(pc.min()),
         }
-    for level, figures in level_figures(into).items():
+    links = into_figures(walk, only, judged, paths) if into else []
+    for level, figures in level_figures(links).items():
         levels.setdefault(level, {})["into"] = figures
     leaf = [g for g in groups if g.level in EDGE_LEVELS]
     top = max(leaf, key=lambda g: (g.loads.max() - g.bound, g.loads.max()), default=None)
@@ -299,10 +302,10 @@ def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[]
     worst = [f"{g.switch} ({g.level}) ports {_span(g.ports)}: max {int(g.loads.max())} destinations, as-built bound "
              f"{g.bound}" + "".join(f", {r} {m}/{b}" for r, (m, b, _) in g.per_role.items() if m > b)
              for g in groups if g.over][:5]
-    worst += [x.describe() for x in sorted(into, key=lambda x: x.paths - x.paths_bound if x.over else 0, reverse=True)
+    worst += [x.describe() for x in sorted(links, key=lambda x: x.paths - x.paths_bound if x.over else 0, reverse=True)
               if x.over][:5]
     lp = next((levels[lv] for lv in EDGE_LEVELS if lv in levels), {})
-    into_ok = not any(x.over for x in into)
+    into_ok = not any(x.over for x in links) if into else None
     intact = is_intact(judged.ud)
     return Balance(int(top.loads.max()) if top else 0, lp.get("min", 0), top.bound if top else 0,
                    top.design if top else 0, per_role, levels,

@@ -24,7 +24,6 @@ from typing import Callable
 
 import numpy as np
 
-from loom.checks import check_tables
 from loom.expand import load_fabric
 from loom.expand.asbuilt import load_as_built, without_named
 from loom.push import engine
@@ -42,7 +41,7 @@ from loom.routing.base import NO_ROUTE
 from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
-from .checked import check_plan, failing_checks
+from .checked import check_plan, failing_checks, push_verdict
 from .design import design_files, last_applied
 from .edited import edited_files
 from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
@@ -186,7 +185,7 @@ def _model_routing(plan: dict, fabric, tables: Tables, state_dir: Path, live: Ta
     def failing(t: Tables) -> list[str]:
         if t.lft.shape == tables.lft.shape and (t.lft == tables.lft).all():
             return []
-        return failing_checks(check_tables(t, ebb_samples=0, qos=qos))
+        return failing_checks(push_verdict(t, qos))
 
     return model_routing(state, state_dir, live, failing)
 

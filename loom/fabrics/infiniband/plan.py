@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 from pydantic import BaseModel
 
-from loom.checks import Walk, check_balance, check_tables
+from loom.checks import Walk, check_balance
 from loom.expand import Fabric
 from loom.expand.asbuilt import AsBuilt, load_as_built
 from loom.push.errors import PlanError, TargetError
@@ -34,7 +34,7 @@ from loom.routing.base import NO_ROUTE, Tables
 from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
-from .checked import failing_checks
+from .checked import failing_checks, push_verdict
 from .design import as_it_stands, design_tables, key_of_last, last_applied
 from .edited import edited_note, edited_record
 from .pkeys import partitions_change, plan_partitions
@@ -98,7 +98,7 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
         checked: list[tuple[Tables, dict]] = []
 
         def failing(t: Tables) -> list[str]:
-            checked.append((t, check_tables(t, ebb_samples=0, qos=qos)))
+            checked.append((t, push_verdict(t, qos)))
             return failing_checks(checked[-1][1])
 
         routed = model_routing(state, target.dir, live, failing)

@@ -45,7 +45,6 @@ from typing import Callable
 
 import numpy as np
 
-from loom.checks import check_tables
 from loom.checks.cabling import compare
 from loom.checks.link_health import end_keys
 from loom.expand import HOST, Fabric
@@ -57,7 +56,7 @@ from loom.routing import Tables, get_engine, subnet
 from loom.routing.asbuilt import unsettled
 
 from .apply import apply_tables
-from .checked import failing_checks
+from .checked import failing_checks, push_verdict
 from .design import as_it_stands, design_tables, last_applied
 from .drains import read_drained, write_drained
 from .health import Monitor, cuts_off
@@ -300,7 +299,7 @@ class Watcher:
         if tables is self.design and self._design_failing is not None:
             return self._design_failing
         only = unsettled(checked, tables) if checked is not None else None
-        failed = failing_checks(check_tables(tables, ebb_samples=0, qos=self.qos, balance_only=only))
+        failed = failing_checks(push_verdict(tables, self.qos, only))
         if tables is self.design and only is None:
             self._design_failing = failed
         return failed
