@@ -15,31 +15,48 @@ from loom.routing.base import NO_ROUTE, Tables
 
 
 def lfts_dump(t: Tables) -> str:
+    """Every switch's table, as OpenSM dumps it: one line per routed LID, `0x<lid> <port> #
+    <what the LID is>`.  The lines of all LIDs are laid out once as bytes with the port left
+    blank (`_lines`); each switch's block is that copy with its ports written in as digits, less
+    the lines of LIDs it does not route — a two-zone fabric's 15 MB in milliseconds, where
+    building 190,000 strings one by one took a tenth of a second of every watcher reroute."""
     sn = t.subnet
+    template, at, keep_bytes, lids = _lines(sn)
+    out = []
+    for row in range(sn.n):
+        entries = t.lft[row, lids]
+        routed = entries != NO_ROUTE
+        if not routed.any():
+            continue  # down or cut off: OpenSM cannot reach it, so it has no table to load
+        s = sn.switch(row)
+        block = template.copy()
+        ports = entries.astype(np.uint8)
+        block[at], block[at + 1], block[at + 2] = 48 + ports // 100, 48 + ports // 10 % 10, 48 + ports % 10
+        if not routed.all():
+            block = block[np.repeat(routed, keep_bytes)]
+        out += [f"Unicast lids [0-{sn.max_lid}] of switch Lid {s.lid} guid 0x{s.guid:016x} ('{s.name}'):\n".encode(),
+                block.tobytes(), f"{sn.max_lid} lids dumped\n".encode()]
+    return b"".join(out).decode()
+
+
+def _lines(sn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(every LID's dump line with `000` for its port, as UTF-8 bytes; where each line's port
+    digits start; each line's length in bytes; the LIDs, in order)."""
     f = sn.fabric
-    comment = {}
+    lines = []
     for lid in range(1, sn.max_lid + 1):
         if sn.lid_switch[lid] >= 0:
             s = sn.switch(int(sn.lid_switch[lid]))
-            comment[lid] = f"Switch portguid 0x{s.guid:016x}: '{s.name}'"
+            lines.append((lid, f"Switch portguid 0x{s.guid:016x}: '{s.name}'"))
         elif sn.lid_port[lid] >= 0:
             p = f.ports[int(sn.lid_port[lid])]
-            comment[lid] = f"Channel Adapter portguid 0x{p.guid:016x}: '{p.ca}'"
-    head = {lid: f"0x{lid:04x} " for lid in comment}
-    tail = {lid: f" # {c}" for lid, c in comment.items()}
-    ports = [f"{p:03d}" for p in range(256)]
-    lids = np.array(sorted(comment), dtype=np.int64)
-    out = []
-    for row in range(sn.n):
-        if (t.lft[row] == NO_ROUTE).all():
-            continue  # down or cut off: OpenSM cannot reach it, so it has no table to load
-        s = sn.switch(row)
-        out.append(f"Unicast lids [0-{sn.max_lid}] of switch Lid {s.lid} guid 0x{s.guid:016x} ('{s.name}'):")
-        entries = t.lft[row, lids]
-        keep = lids[entries != NO_ROUTE].tolist()
-        out.extend(head[l] + ports[p] + tail[l] for l, p in zip(keep, t.lft[row, keep].tolist()))
-        out.append(f"{sn.max_lid} lids dumped")
-    return "\n".join(out) + "\n"
+            lines.append((lid, f"Channel Adapter portguid 0x{p.guid:016x}: '{p.ca}'"))
+    encoded = [f"0x{lid:04x} 000 # {what}\n".encode() for lid, what in lines]
+    lengths = np.array([len(b) for b in encoded], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    at = starts + np.array([len(f"0x{lid:04x} ") for lid, _ in lines], dtype=np.int64)
+    template = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    return template, at, lengths, np.array([lid for lid, _ in lines], dtype=np.int64)
 
 
 def guid2lid(t: Tables) -> str:

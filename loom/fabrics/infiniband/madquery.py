@@ -16,7 +16,7 @@ on VL15, which has no flow control and drops what it cannot buffer, so `WINDOW` 
 drop then costs one resend after `TIMEOUT_MS`, not a wrong answer).  Under the simulator a
 larger window bought nothing measurable (16 and 64 read two zones in the same time).
 
-Run as `python -m loom.fabrics.infiniband.madquery` (under the simulator with its environment):
+Run as `python -P path/to/madquery.py` (under the simulator with its environment):
 reads a JSON list of queries on stdin, writes {"answers": [...], "errors": [...]} on stdout.
 The file stands alone (the SSH target runs its text with the master's python3).
 Layouts: IBA 1.3 13.4.2 (MAD), 14.2.1.2 (directed-route SMP), 16.1.3 (PMA); infiniband/umad.h.

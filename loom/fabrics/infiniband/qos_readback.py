@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,6 +29,7 @@ from loom.routing.subnet import NONE, TO_SWITCH, Subnet
 from loom.progress import counting
 
 from .daemon import Daemons, client_dir
+from . import madquery
 from .madquery import PROGRESS
 from .sim import SimError
 
@@ -142,10 +144,15 @@ def madqueries(d: Daemons, jobs: list[dict], advance=lambda n: None, what: str =
     return answers
 
 
+# the reader runs as a script (its file stands alone): `-m` would import the loom packages first,
+# 40 ms of a watcher's 1 s reroute per start; -P keeps its own directory off sys.path
+READER = [sys.executable, "-P", str(Path(madquery.__file__))]
+
+
 def _madquery(d: Daemons, jobs: list[dict], advance, what: str) -> dict:
     """Answer `jobs` in one `loom.fabrics.infiniband.madquery` process: {"answers": [...], "errors": [...]}."""
     with client_dir() as cwd:
-        code, stdout, stderr = _run_counted([sys.executable, "-m", "loom.fabrics.infiniband.madquery"], json.dumps(jobs),
+        code, stdout, stderr = _run_counted(READER, json.dumps(jobs),
                                             d.env(), cwd, advance)
     if code is None:
         raise SimError(f"{what} did not finish within {READ_TIMEOUT}s (is ibsim answering?)")
