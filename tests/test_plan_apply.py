@@ -305,6 +305,45 @@ def test_a_routing_only_change_is_applied_by_a_reload(tiny_up, tmp_path):
     assert parse_lfts_dump(d.dump_fts()) == want
 
 
+def test_a_reload_signalled_during_a_sweep_is_verified_after_the_sweep_it_queued(tiny_up, monkeypatch):
+    """OpenSM sweeping on a trap when the watcher signals it: the SUBNET UP that follows is of a
+    sweep that began before the new file was in place, so the tables are still the old ones; the
+    sweep the signal queued comes next.  Planted: the file is written only once OpenSM has swept
+    on the old one, and signalled again (the queued sweep).  The apply verifies after that sweep
+    instead of restoring the old tables (which restarted OpenSM: 12 s of a watcher's reroute)."""
+    import os
+    import signal
+    import threading
+
+    from loom.expand.failures import parse_failures, without
+    from loom.fabrics.infiniband.apply import apply_tables
+    from loom.fabrics.infiniband.target import SimTarget
+    from loom.routing import get_engine
+
+    d, f = tiny_up, load_fabric(TINY)
+    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    design = tables_from_dump(subnet(f, 0), d.dump_fts(), "design")
+    around = get_engine("fattree").repair(subnet(without(f, parse_failures(f, ["z0-leaf0/5"])), 0), design)
+    write, reload, held, timers = SimTarget.write_inputs, SimTarget.reload, [], []
+    monkeypatch.setattr(SimTarget, "write_inputs", lambda self, files: held.append(files))
+
+    def signalled_mid_sweep(self, timeout):
+        engine = reload(self, timeout)  # the sweep on the old file
+        write(self, held.pop())
+        # the sweep the first signal queued, after the one under way (the read-back starts first)
+        timers.append(threading.Timer(0.5, os.kill, (self.d.pid("opensm"), signal.SIGHUP)))
+        timers[-1].start()
+        return engine
+
+    monkeypatch.setattr(SimTarget, "reload", signalled_mid_sweep)
+    starts = d.sweeps()
+    result = apply_tables(SimTarget(d), Path(TINY), around, "test", previous=design)
+    timers[0].join()
+    assert result.ok and "read back after the next sweep" in result.phases, result
+    assert "Exiting SM" not in d.log.read_text().split("SUBNET UP")[starts]  # not restored by a restart
+    assert (tables_from_dump(subnet(f, 0), d.dump_fts(), "live").lft == around.lft).all()
+
+
 @pytest.mark.parametrize("where", ["drift", "fabric", "per_switch", "destinations_moved", "examples", "standbys_differing"])
 def test_show_prints_markup_in_a_plan_as_text(tiny_up, tmp_path, where):
     """Issue 35: `[/x]` (Rich markup) in any text field of a saved plan is shown as written, never

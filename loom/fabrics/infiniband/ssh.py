@@ -342,6 +342,18 @@ class SshTarget:
                 return
             time.sleep(1)
 
+    def sweeps(self) -> int:
+        return len(self._log_lines(self.master, "SUBNET UP"))
+
+    def await_sweeps(self, count: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.sweeps() <= count:
+            if time.monotonic() > deadline:
+                return False
+            self.health()
+            time.sleep(0.2)
+        return True
+
     def _await_sweep(self, before: int, timeout: float) -> str:
         """The engine of the first sweep finished after `before` SUBNET UP lines."""
         deadline = time.monotonic() + timeout

@@ -17,6 +17,7 @@ QoS options — on an SSH host merged into the site's options file, see `loom.re
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Protocol
 
@@ -96,6 +97,13 @@ class Target(Protocol):
     def reload(self, timeout: float) -> str:
         """Make the master re-read its inputs (SIGHUP) and wait for the sweep: it sends only what
         differs from what it programmed.  For table changes only (the watcher's)."""
+
+    def sweeps(self) -> int:
+        """How many sweeps the master's OpenSM has finished (`SUBNET UP` in its log)."""
+
+    def await_sweeps(self, count: int, timeout: float) -> bool:
+        """Wait until the master has finished more than `count` sweeps; False if it has not
+        within `timeout` seconds."""
 
     def standby_drift(self, files: dict[str, str | None]) -> list[str]:
         """Standby hosts whose input files differ from `files` (one line each)."""
@@ -199,6 +207,18 @@ class SimTarget:
 
     def reload(self, timeout: float) -> str:
         return self._swept(self.d.reload, timeout)
+
+    def sweeps(self) -> int:
+        return self.d.sweeps()
+
+    def await_sweeps(self, count: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.d.sweeps() <= count:
+            if time.monotonic() > deadline:
+                return False
+            self.d.health()
+            time.sleep(0.01)
+        return True
 
     def _swept(self, push, timeout: float) -> str:
         """`push` (the daemons' restart or reload); a sweep that does not come says who holds the subnet."""
