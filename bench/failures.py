@@ -28,6 +28,10 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from loom.process import as_a_command  # noqa: E402
+
+as_a_command()  # the watcher runs in this process: as `loom watch` runs it
+
 from loom.expand import load_fabric  # noqa: E402
 from loom.expand.failures import parse_failures, without  # noqa: E402
 from loom.fabrics.infiniband.links import set_links  # noqa: E402

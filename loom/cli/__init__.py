@@ -19,11 +19,12 @@ model / failed check / refusal, 2 usage errors (Typer's).
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 
 import typer
+
+from loom.process import as_a_command
 
 from . import asbuilt, cabling, docs, health, model, netbox, push, routing, scheduling, terraform
 from .common import CLOCK, JSON_ERRORS, err, out, process_age
@@ -109,13 +110,5 @@ def main() -> None:
     """The `loom` program (and `python -m loom.cli`)."""
     _FROM_EXEC["on"] = True
     sys.stdout = _ReaderMayLeave(sys.stdout)
-    # Loom multiplies no dense float matrices (routing's products are integer or sparse, which
-    # BLAS never sees), so the OpenBLAS thread pool that numpy and scipy start as they load only
-    # costs: ~40 ms of CPU per command on 2 cores, spinning.  One thread, unless the user says.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    # A command builds one large graph of records (the 32,768-GPU fabric: ~40,000 frozen
-    # dataclasses and their dicts) that lives until it exits; the cyclic collector's default
-    # pace (every 700 allocations) walked it again and again, ~20 % of `configs --only`'s CPU,
-    # and freed nothing.  Collections stay on, at a pace that still bounds a leak.
-    gc.set_threshold(100_000, 50, 50)
+    as_a_command()
     app()
