@@ -99,7 +99,9 @@ def main(model: Path) -> int:
                        note="the readers' share is mostly the umad2sim shim's socket traffic with ibsim")
             report.add(f"{name}: … of which route the model (the plan's record: not routed again)",
                        phases.get("route the model"), "s", note="9.5-13 s when it routed again")
-            report.add(f"{name}: … of which push (OpenSM restarts, programs every switch)", phases.get("push"), "s")
+            report.add(f"{name}: … of which push (OpenSM restarts, programs every switch)", phases.get("push"), "s",
+                       note=f"OpenSM max_wire_smps {fabric.model.opensm.max_wire_smps or 4} (the model's `opensm:`; "
+                       "4, OpenSM's default: 6.6-7.0 s)")
             report.add(f"{name}: … of which LFT + QoS read-back at once", phases.get("read back LFTs + QoS at once"), "s")
             secs, code, last, _ = loom("plan", str(model))
             report.add(f"{name}: no-change plan", secs, "s", target=5, note="No changes" if code == 0 else f"exit {code}")

@@ -161,3 +161,31 @@ def test_fast_qos_reader_equals_smpquery(tiny_sim):
     sn = subnet(load_fabric(TINY), 0)
     fast, slow = read_qos(tiny_sim, sn), read_qos_smpquery(tiny_sim, sn)
     assert len(fast) == 120 and fast == slow
+
+
+@pytest.mark.sim
+def test_the_models_opensm_options_reach_the_running_opensm(tiny_up, tmp_path):
+    """`opensm: {max_wire_smps: N}` is written into OpenSM's options file beside QoS: plan shows
+    the change, apply restarts OpenSM on it (which loads it), the next plan says No changes, and
+    routing is not touched (the option is not part of the routing key)."""
+    from loom.fabrics.infiniband.plan import routing_key
+
+    from .simfabric import loom
+
+    d = tiny_up
+    assert loom("plan", TINY)[0] == 2 and loom("apply", "--model", TINY)[0] == 0
+    tuned = tmp_path / "tiny.yaml"
+    tuned.write_text(Path(TINY).read_text() + "\nopensm:\n  max_wire_smps: 16\n")
+    assert routing_key(load_fabric(tuned)) == routing_key(load_fabric(TINY))
+    out_before = (d.dir / "opensm.out").read_text()
+    code, out = loom("plan", str(tuned), "--format", "json")
+    plan = json.loads(out)
+    assert code == 2 and plan["qos"]["conf_changes"] and plan["changes"]["entries_changed"] == 0, out
+    code, out = loom("apply", "--model", str(tuned))
+    assert code == 0 and "applied and verified" in out, out
+    assert "max_wire_smps 16\n" in d.conf_file.read_text()
+    assert "max_wire_smps = 16" in (d.dir / "opensm.out").read_text()[len(out_before):]  # the restarted OpenSM took it
+    code, out = loom("plan", str(tuned))
+    assert code == 0 and "No changes" in out, out
+    code, out = loom("plan", TINY)  # the option dropped from the model: a change back
+    assert code == 2, out

@@ -354,6 +354,15 @@ ErrorCounter = Literal["SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDo
                        "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors"]
 
 
+class OpenSm(Strict):
+    """OpenSM options loom writes into the subnet manager's options file beside the QoS ones."""
+
+    max_wire_smps: int | None = Field(None, ge=1, le=64, description="SMPs OpenSM keeps in flight in a sweep "
+                                      "(default: OpenSM's, 4).  A sweep of thousands of ports waits on each round "
+                                      "trip; SMPs travel on VL15, which drops what a switch cannot buffer, so raise "
+                                      "it where the fabric's switches take it (docs/targets.md)")
+
+
 class Health(Strict):
     """How `loom health` and `loom watch` judge a link from its port counters (`loom.checks.link_health`)."""
 
@@ -438,6 +447,7 @@ class Model(Strict):
                                         "(tenants): who may talk to whom, by P_Key; see docs/partitions.md")
     slurm: Slurm = Field(default_factory=Slurm, description="Slurm topology: which nodes it schedules, block sizes")
     health: Health = Field(default_factory=Health, description="InfiniBand: link health limits (`loom health`, `loom watch`)")
+    opensm: OpenSm = Field(default_factory=OpenSm, description="InfiniBand: OpenSM options beside QoS (sweep tuning)")
     relayout: bool = Field(False, description="place everything by policy, ignoring the lock file: devices may change "
                            "rack, RU, leaf or port and LIDs may be renumbered, and `loom diff` accepts that churn")
 

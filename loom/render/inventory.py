@@ -120,7 +120,7 @@ def subnet_manager_files(fabric: Fabric) -> dict[str, str]:
     pinned LIDs, the QoS options of the model's traffic classes (`qos FALSE` without) and,
     with partitions, OpenSM's `partitions.conf`."""
     from loom.qos import plan_qos
-    from loom.render.opensm_qos import opensm_qos_conf
+    from loom.render.opensm_qos import options_conf
     from loom.render.opensm import guid2lid, lfts_dump
     from loom.render.partitions import partitions_conf
     from loom.routing import route
@@ -130,7 +130,7 @@ def subnet_manager_files(fabric: Fabric) -> dict[str, str]:
     partitions = partitions_conf(fabric)
     return {
         "group_vars/subnet_managers.yml": _dump({
-            "opensm_qos_options": opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n",
+            "opensm_qos_options": options_conf(fabric.name, fabric.model, qos),
             "opensm_lfts_src": "{{ inventory_dir }}/files/lfts.dump",
             "opensm_guid2lid_src": "{{ inventory_dir }}/files/guid2lid",
             **({"opensm_partitions_src": "{{ inventory_dir }}/files/partitions.conf"} if partitions else {}),

@@ -40,6 +40,7 @@ SECTIONS = [
     (schema.Ipoib, "A partition's `ipoib`."),
     (schema.Health, "`health`: how `loom health` and `loom watch` judge a link from its port counters (docs/health.md)."),
     (schema.ErrorLimit, "An entry of `health.limits` (keyed by counter): errors per hour."),
+    (schema.OpenSm, "`opensm`: OpenSM options written into its options file beside QoS (docs/targets.md)."),
 ]
 
 

@@ -7,6 +7,18 @@ from loom.render.templates import render
 
 from loom.qos.plan import QosPlan
 
+def options_conf(fabric_name: str, model, plan: QosPlan | None) -> str:
+    """OpenSM's options file as loom writes it for a model: the QoS options of its traffic
+    classes (`qos FALSE` without), then its `opensm:` options."""
+    return (opensm_qos_conf(fabric_name, plan) if plan else "qos FALSE\n") + sm_options(model)
+
+
+def sm_options(model) -> str:
+    """The model's `opensm:` options, one line each, as OpenSM's options file takes them."""
+    wire = model.opensm.max_wire_smps
+    return f"max_wire_smps {wire}\n" if wire else ""
+
+
 def _vlarb(entries) -> str:
     return ",".join(f"{vl}:{w}" for vl, w in entries) or "0:0"
 

@@ -27,7 +27,7 @@ class InfiniBand:
         from loom.push.engine import take_lock
         from loom.push.errors import PlanError
         from loom.qos import plan_qos
-        from loom.render.opensm_qos import opensm_qos_conf
+        from loom.render.opensm_qos import options_conf
         from loom.render.opensm import guid2lid
         from loom.routing import route
 
@@ -39,7 +39,7 @@ class InfiniBand:
         tables = ui.phase("route", route, fabric, "fattree")[0]
         d = Daemons.of(fabric.name)
         qos = plan_qos(fabric.model)
-        conf = opensm_qos_conf(fabric.name, qos) if qos else "qos FALSE\n"
+        conf = options_conf(fabric.name, fabric.model, qos)
         lock = take_lock(d, "sim up", ui.progress, fabric=fabric.name)
         try:
             recover(SimTarget(d), progress=ui.progress)

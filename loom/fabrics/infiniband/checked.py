@@ -14,6 +14,7 @@ from loom.checks import check_tables
 from loom.expand import Fabric
 from loom.qos import plan_qos
 from loom.render.opensm import DumpMismatch, guid2lid, lfts_dump, match_dump, parse_lfts_dump, tables_from_dump
+from loom.render.opensm_qos import sm_options
 from loom.routing import subnet
 from loom.routing.base import Tables
 
@@ -82,7 +83,7 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
         raise PlanError(f"{where} fails {failed[0]}: refusing to push it; run `loom check {model}` and `loom plan` again")
     if plan["guid2lid"] != guid2lid(tables):
         raise PlanError(f"{where}: guid2lid does not match the fabric's LIDs; run `loom plan` again")
-    conf = desired_conf(fabric.name, qos, plan["qos"].get("previous_conf", ""))
+    conf = desired_conf(fabric.name, qos, plan["qos"].get("previous_conf", ""), sm_options(fabric.model))
     if plan["qos"].get("desired_conf") != conf:
         raise PlanError(f"{where}: its QoS options differ from what {model} gives; run `loom plan` again")
     check_partitions_planned(plan, fabric, where)

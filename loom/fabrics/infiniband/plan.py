@@ -29,6 +29,7 @@ from loom.push.packing import digest_live, digest_tables, table_rows
 from loom.push.planfile import content_digest, plan_header
 from loom.qos import plan_qos
 from loom.render.opensm import guid2lid, tables_from_dump
+from loom.render.opensm_qos import sm_options
 from loom.routing import subnet
 from loom.routing.base import NO_ROUTE, Tables
 from loom.routing.changes import table_changes
@@ -232,10 +233,11 @@ def _new_switches(sn, last: Tables | None) -> list[str]:
 def routing_key(fabric: Fabric) -> str:
     """A digest of everything routing reads — the model's settings, every switch, port and cable
     as expanded (lock file and catalogue included) — and of loom's version.  Partitions and the
-    health limits are left out: they change who may talk and when a link is drained, never a route."""
+    health limits and OpenSM's sweep options are left out: they change who may talk, when a link
+    is drained and how fast OpenSM sweeps, never a route."""
     import loom
 
-    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json(exclude={'partitions', 'health'})}\n".encode())
+    h = hashlib.sha256(f"{loom.__version__}\n{fabric.model.model_dump_json(exclude={'partitions', 'health', 'opensm'})}\n".encode())
     h.update(json.dumps([(s.name, s.guid, s.lid, s.ports, s.role, s.zone, s.plane) for s in fabric.switches]).encode())
     h.update(json.dumps([(p.ca, p.port, p.guid, p.lid, p.plane, p.zone) for p in fabric.ports]).encode())
     c = fabric.cables
@@ -247,7 +249,7 @@ def routing_key(fabric: Fabric) -> str:
 def _plan_qos(fabric: Fabric, sn, qos, target: Target, conf: str | None) -> dict:
     """Desired OpenSM QoS options, and what the ports hold now (read back when QoS is or was on)."""
     previous = conf if conf is not None else UNMANAGED
-    desired = desired_conf(fabric.name, qos, previous)
+    desired = desired_conf(fabric.name, qos, previous, sm_options(fabric.model))
     part = {"desired_conf": desired, "previous_conf": previous, "intent": conf_intent(desired), "live_sha256": None,
             "ports_differing": 0, "examples": [], "conf_changes": desired != previous, "drift": None}
     if qos_on(desired) or qos_on(previous):

@@ -25,11 +25,12 @@ def off_conf(fabric_name: str) -> str:
                   high_limit=0, vlarb_high="0:0", vlarb_low="0:255", sl2vl=",".join(["0"] * 16))
 
 
-def desired_conf(fabric_name: str, qos, previous_conf: str) -> str:
-    """The options for the model's QoS plan `qos` (None: no classes), given what OpenSM has now."""
+def desired_conf(fabric_name: str, qos, previous_conf: str, options: str = "") -> str:
+    """The options for the model's QoS plan `qos` (None: no classes), given what OpenSM has now,
+    and the model's other OpenSM `options` (`opensm_qos.sm_options`)."""
     if qos is not None:
-        return opensm_qos_conf(fabric_name, qos)
-    return off_conf(fabric_name) if qos_on(previous_conf) else UNMANAGED
+        return opensm_qos_conf(fabric_name, qos) + options
+    return (off_conf(fabric_name) if qos_on(previous_conf) else UNMANAGED) + options
 
 
 def restore_conf(fabric_name: str, previous_conf: str, desired: str) -> str:
