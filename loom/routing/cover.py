@@ -405,7 +405,13 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
     move: with the tables in force as the hint, their trades come back with them.  First, where it can, one
     destination alone moves to an index of the same `same` (a parallel link to the same switch
     above: the links further down do not change at all).  Returns (switch, destination, new
-    index)."""
+    index).
+
+    Every trade makes two destinations enter their subtree over one more link (the index they
+    are sent up): of the pairs that balance the switch, the one adding fewest such (destination,
+    link) pairs — a destination another switch traded the same way already costs none — then
+    onto the links carrying the fewest destinations.  Taking the first pair found instead put
+    up to 8 destinations on one spine→leaf link of a three-layer tree (OpenSM ftree: 3)."""
     roles = extra.shape[2]
     switches = len(sends)
     load = np.zeros((switches, indices, roles), np.int64)
@@ -415,6 +421,7 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
     bound_r = -(-load.sum(axis=1) // indices)
     bound = -(-load.sum(axis=(1, 2)) // indices)
     out, taken = [], set()
+    enters = Entering(index, key)
     for k, hi, r in np.argwhere(load > bound_r[:, None, :]):
         k, hi, r = int(k), int(hi), int(r)
         pool = sends[k] & near[k] & movable
@@ -427,11 +434,13 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
                 load[k, hi, r] -= 1
                 load[k, room[0], r] += 1
                 continue
-            pair = _trade(index, role, is_ca, key, pool, k, hi, r, load[k], bound_r[k], taken, klass)
+            pair = _trade(index, role, is_ca, key, pool, k, hi, r, load[k], bound_r[k], taken, klass, enters)
             if pair is None:
                 break
             i, j = pair  # i: role r at hi -> lo; j: role r2 at lo -> hi
             lo, r2 = int(index[j]), int(role[j])
+            enters.add(i, lo)
+            enters.add(j, hi)
             out += [(k, i, lo), (k, j, hi)]
             taken |= {(k, i), (k, j)}
             load[k, hi, r] -= 1
@@ -441,19 +450,47 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
     return out
 
 
-def _trade(index, role, is_ca, key, pool, k, hi, r, load, bound_r, taken, klass) -> tuple[int, int] | None:
+class Entering:
+    """Over which links (indices) each destination enters its subtree (`key`): its own index, and
+    every index a trade sends it up; and how many destinations enter over each link."""
+
+    def __init__(self, index: np.ndarray, key: np.ndarray) -> None:
+        self.key, self.via = key, [{int(i)} for i in index]
+        self.count: dict[tuple[int, int], int] = {}
+        for d, i in enumerate(index):
+            self.count[int(key[d]), int(i)] = self.count.get((int(key[d]), int(i)), 0) + 1
+
+    def new(self, d: int, link: int) -> int:
+        return int(link not in self.via[d])
+
+    def on(self, d: int, link: int) -> int:
+        return self.count.get((int(self.key[d]), link), 0)
+
+    def add(self, d: int, link: int) -> None:
+        if self.new(d, link):
+            self.via[d].add(link)
+            self.count[int(self.key[d]), link] = self.on(d, link) + 1
+
+
+def _trade(index, role, is_ca, key, pool, k, hi, r, load, bound_r, taken, klass, enters: Entering) -> tuple[int, int] | None:
     """Two destinations of `pool` sharing a key for `trades`: i of role r at hi, j of another role
-    at an index lo where the switch has room for r, with room for j's role at hi."""
-    first = np.flatnonzero(pool & (role == r) & (index == hi))
+    at an index lo where the switch has room for r, with room for j's role at hi; of those, the
+    pair adding the fewest (destination, link) entries, then onto the least crowded links."""
+    first = [int(i) for i in np.flatnonzero(pool & (role == r) & (index == hi)) if (k, int(i)) not in taken]
+    best, cost = None, None
     for lo in np.flatnonzero((load[:, r] < bound_r[r]) & (klass == klass[hi])):
+        lo = int(lo)
         for r2 in np.flatnonzero((load[hi] < bound_r) & (load[lo] > 0)):
             if r2 == r:
                 continue
             second = np.flatnonzero(pool & (role == r2) & (index == lo))
             for i in first:
-                if (k, int(i)) in taken:
-                    continue
-                ok = [int(j) for j in second[(key[second] == key[i]) & (is_ca[second] == is_ca[i])] if (k, int(j)) not in taken]
-                if ok:
-                    return int(i), ok[0]
-    return None
+                for j in second[(key[second] == key[i]) & (is_ca[second] == is_ca[i])]:
+                    j = int(j)
+                    if (k, j) in taken:
+                        continue
+                    ni, nj = enters.new(i, lo), enters.new(j, hi)
+                    c = (ni + nj, max(enters.on(i, lo) + ni, enters.on(j, hi) + nj))
+                    if cost is None or c < cost:
+                        best, cost = (i, j), c
+    return best
