@@ -87,9 +87,9 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     sn = subnet(fabric, 0)
     inputs = target.read_inputs()
     qos = plan_qos(fabric.model)
-    # the QoS read-back waits on the fabric (seconds of SMPs), reading the forwarding tables,
-    # routing and checks on it and on the CPU: all at once
-    with ThreadPoolExecutor(1) as pool:
+    # the QoS read-back waits on the fabric (seconds of SMPs), the P_Key read-back, reading the
+    # forwarding tables, routing and checks on it and on the CPU: all at once
+    with ThreadPoolExecutor(2) as pool:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
         pkeys = pool.submit(plan_partitions, fabric, sn, target, inputs.get("partitions"))
         live_text = target.read_lfts(int(UpDown.of(sn).live.sum()))
