@@ -1,6 +1,6 @@
 """Read SL2VL and VL arbitration tables back from every switch and CA port of the running
 simulated fabric, and compare them with the intent.  The queries are the SMPs `smpquery sl2vl`
-/ `smpquery vlarb` send, issued from one process (`loom.fabrics.infiniband.madquery`): a process per query
+/ `smpquery vlarb` send, issued from a reader process (`loom.fabrics.infiniband.madquery`): a process per query
 costs minutes on the two-zone fabric.  A test shows both readers return the same tables.
 
 Queries go by directed route from the subnet manager's port, not by LID: the tables must be
@@ -106,8 +106,8 @@ def qos_jobs(sn: Subnet, sm_host: str) -> list[dict]:
 
 def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
     """{"<device>/<port>": {"sl2vl": {"<in port>": "<16 hex digits: SL 0's VL first>"}, "vlarb":
-    {"low", "high"}}} for every cabled switch port and CA port, by one
-    `loom.fabrics.infiniband.madquery` process."""
+    {"low", "high"}}} for every cabled switch port and CA port, by `loom.fabrics.infiniband.madquery`
+    processes (`madqueries`)."""
     d.health()
     jobs = qos_jobs(sn, d.sm_host)
     with counting("QoS read-back (ports)", len(jobs)) as advance:
