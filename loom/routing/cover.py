@@ -420,21 +420,21 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
     load += extra
     bound_r = -(-load.sum(axis=1) // indices)
     bound = -(-load.sum(axis=(1, 2)) // indices)
-    out, taken = [], set()
-    enters = Entering(index, key)
+    out, taken = [], {k: set() for k in range(switches)}  # per switch: destinations it moved already
+    enters = Entering(index, key, indices)
     for k, hi, r in np.argwhere(load > bound_r[:, None, :]):
         k, hi, r = int(k), int(hi), int(r)
         pool = sends[k] & near[k] & movable
         while load[k, hi, r] > bound_r[k, r]:
             room = np.flatnonzero((same == same[hi]) & (load[k, :, r] < bound_r[k, r]) & (load[k].sum(axis=1) < bound[k]))
-            alone = [int(i) for i in np.flatnonzero(sends[k] & movable & (role == r) & (index == hi)) if (k, int(i)) not in taken]
+            alone = [int(i) for i in np.flatnonzero(sends[k] & movable & (role == r) & (index == hi)) if int(i) not in taken[k]]
             if len(room) and alone:
                 out.append((k, alone[0], int(room[0])))
-                taken.add((k, alone[0]))
+                taken[k].add(alone[0])
                 load[k, hi, r] -= 1
                 load[k, room[0], r] += 1
                 continue
-            pair = _trade(index, role, is_ca, key, pool, k, hi, r, load[k], bound_r[k], taken, klass, enters)
+            pair = _trade(index, role, is_ca, key, pool, hi, r, load[k], bound_r[k], taken[k], klass, enters)
             if pair is None:
                 break
             i, j = pair  # i: role r at hi -> lo; j: role r2 at lo -> hi
@@ -442,7 +442,7 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
             enters.add(i, lo)
             enters.add(j, hi)
             out += [(k, i, lo), (k, j, hi)]
-            taken |= {(k, i), (k, j)}
+            taken[k] |= {i, j}
             load[k, hi, r] -= 1
             load[k, lo, r] += 1
             load[k, lo, r2] -= 1
@@ -452,45 +452,50 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
 
 class Entering:
     """Over which links (indices) each destination enters its subtree (`key`): its own index, and
-    every index a trade sends it up; and how many destinations enter over each link."""
+    every index a trade sends it up (`via`, [destination, index]); and how many destinations enter
+    over each link (`count`, [key, index])."""
 
-    def __init__(self, index: np.ndarray, key: np.ndarray) -> None:
-        self.key, self.via = key, [{int(i)} for i in index]
-        self.count: dict[tuple[int, int], int] = {}
-        for d, i in enumerate(index):
-            self.count[int(key[d]), int(i)] = self.count.get((int(key[d]), int(i)), 0) + 1
-
-    def new(self, d: int, link: int) -> int:
-        return int(link not in self.via[d])
-
-    def on(self, d: int, link: int) -> int:
-        return self.count.get((int(self.key[d]), link), 0)
+    def __init__(self, index: np.ndarray, key: np.ndarray, indices: int) -> None:
+        self.key = key
+        self.via = np.zeros((len(index), indices), bool)
+        self.via[np.arange(len(index)), index] = True
+        self.count = np.zeros((int(key.max()) + 1 if len(key) else 1, indices), np.int64)
+        np.add.at(self.count, (key, index), 1)
 
     def add(self, d: int, link: int) -> None:
-        if self.new(d, link):
-            self.via[d].add(link)
-            self.count[int(self.key[d]), link] = self.on(d, link) + 1
+        if not self.via[d, link]:
+            self.via[d, link] = True
+            self.count[self.key[d], link] += 1
 
 
-def _trade(index, role, is_ca, key, pool, k, hi, r, load, bound_r, taken, klass, enters: Entering) -> tuple[int, int] | None:
+def _trade(index, role, is_ca, key, pool, hi, r, load, bound_r, taken, klass, enters: Entering) -> tuple[int, int] | None:
     """Two destinations of `pool` sharing a key for `trades`: i of role r at hi, j of another role
     at an index lo where the switch has room for r, with room for j's role at hi; of those, the
-    pair adding the fewest (destination, link) entries, then onto the least crowded links."""
-    first = [int(i) for i in np.flatnonzero(pool & (role == r) & (index == hi)) if (k, int(i)) not in taken]
+    pair adding the fewest (destination, link) entries, then onto the least crowded links (the
+    first such in the order lo, role, i, j)."""
+    free = pool.copy()
+    free[list(taken)] = False
+    first = np.flatnonzero(free & (role == r) & (index == hi))
     best, cost = None, None
     for lo in np.flatnonzero((load[:, r] < bound_r[r]) & (klass == klass[hi])):
         lo = int(lo)
+        new_i = ~enters.via[first, lo]
+        on_i = enters.count[key[first], lo] + new_i
         for r2 in np.flatnonzero((load[hi] < bound_r) & (load[lo] > 0)):
             if r2 == r:
                 continue
-            second = np.flatnonzero(pool & (role == r2) & (index == lo))
-            for i in first:
-                for j in second[(key[second] == key[i]) & (is_ca[second] == is_ca[i])]:
-                    j = int(j)
-                    if (k, j) in taken:
-                        continue
-                    ni, nj = enters.new(i, lo), enters.new(j, hi)
-                    c = (ni + nj, max(enters.on(i, lo) + ni, enters.on(j, hi) + nj))
-                    if cost is None or c < cost:
-                        best, cost = (i, j), c
+            second = np.flatnonzero(free & (role == r2) & (index == lo))
+            if not len(first) or not len(second):
+                continue
+            match = (key[first][:, None] == key[second][None, :]) & (is_ca[first][:, None] == is_ca[second][None, :])
+            if not match.any():
+                continue
+            new_j = ~enters.via[second, hi]
+            adds = new_i[:, None].astype(np.int64) + new_j[None, :]
+            crowd = np.maximum(on_i[:, None], (enters.count[key[second], hi] + new_j)[None, :])
+            score = np.where(match, adds * (1 << 32) + crowd, np.iinfo(np.int64).max)
+            a, b = np.unravel_index(int(np.argmin(score)), score.shape)
+            c = (int(adds[a, b]), int(crowd[a, b]))
+            if cost is None or c < cost:
+                best, cost = (int(first[a]), int(second[b])), c
     return best
