@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
     marks = " ".join(pytest_args)
     say("the tests not marked slow: ~8 min on an idle 2-core machine" if "not slow" in marks else
         "the slow tests: ~14 min on an idle 2-core machine once warm" if "slow" in marks else
-        "the whole suite, slow tests included: ~21 min on an idle 2-core machine once warm")
+        "the whole suite, slow tests included: ~22 min on an idle 2-core machine once warm")
     builders: list[Background] = []
     if prebuild and (cold := _cold()):
         say("cold machine: building " + " and ".join(cold) + " beside the first tests; the tests that "
