@@ -274,8 +274,9 @@ def test_ibsim_dying_mid_apply_restores_the_inputs(tiny_up, tmp_path, monkeypatc
     settled(tiny_up)
 
 
-def test_dump_fts_reading_part_of_the_fabric_is_an_error(tiny_up, monkeypatch):
-    """dump_fts exits 0 when some switches do not answer: loom counts the tables it got."""
+def test_dump_fts_reading_part_of_the_fabric_is_an_error(tiny_up, tmp_path, monkeypatch):
+    """dump_fts exits 0 when some switches do not answer: loom counts the tables it got, in plan
+    and in apply."""
     import loom.fabrics.infiniband.daemon as daemonmod
 
     real = subprocess.run
@@ -295,6 +296,13 @@ def test_dump_fts_reading_part_of_the_fabric_is_an_error(tiny_up, monkeypatch):
     first = re.search(r"\('?([^()']*)'?\):$", Daemons.of("tiny").dump_fts(), re.M).group(1)
     named = out.split("no answer from ")[1].split(":")[0]
     assert first not in named and "and 3 more" in named and "loom sim link up" in out, out
+    # apply reads the live tables beside the plan's check: it counts them against the plan's switches
+    path = tmp_path / "plan.json"
+    assert loom("plan", TINY, "--out", str(path))[0] == 2
+    monkeypatch.setattr(daemonmod.subprocess, "run", partial)
+    code, out = loom("apply", str(path))
+    monkeypatch.setattr(daemonmod.subprocess, "run", real)
+    assert code == 1 and "read the tables of 1 of 12 switches" in out, out
 
 
 def test_opensm_killed_after_the_reload_is_not_verified(tiny_up, tmp_path, monkeypatch):
