@@ -196,13 +196,19 @@ class Daemons:
         """Wait for a sweep after `before` completed ones; return the routing engine it used.
         Asked every 10 ms: a watcher's reroute waits here for half a second, and at 50 ms it
         noticed the sweep 25 ms late on average (the log is a few kilobytes per sweep)."""
+        if not self.await_sweeps(before, timeout):
+            raise SimError(f"OpenSM did not finish a sweep within {timeout:.0f}s; see {self.log}")
+        return engines_in(self.log.read_text(errors="replace"))[-1]
+
+    def await_sweeps(self, count: int, timeout: float) -> bool:
+        """Wait until more than `count` sweeps are finished; False if not within `timeout`."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.sweeps() > before:
-                return engines_in(self.log.read_text(errors="replace"))[-1]
+        while self.sweeps() <= count:
+            if time.monotonic() > deadline:
+                return False
             self.health()
             time.sleep(0.01)
-        raise SimError(f"OpenSM did not finish a sweep within {timeout:.0f}s; see {self.log}")
+        return True
 
     def reload(self, timeout: float = 120) -> str:
         """Make OpenSM re-read its files (SIGHUP → heavy sweep); return the engine it used.

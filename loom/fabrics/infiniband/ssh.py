@@ -311,7 +311,7 @@ class SshTarget:
             how = self._opensm(self.master)
             if how == "down":
                 self.health()
-        before = len(self._log_lines(self.master, "SUBNET UP"))
+        before = self.sweeps()
         code = Path(restart_opensm.__file__).read_text()
         self._on(self.master).run("systemctl restart opensm" if how == "systemd" else
                                   f"python3 -c {shlex.quote(code)} {shlex.quote(self.master.paths.pidfile)}")
@@ -320,7 +320,7 @@ class SshTarget:
     def reload(self, timeout: float) -> str:
         """SIGHUP to the master's OpenSM (its pid file), then wait for its sweep."""
         self.health()
-        before = len(self._log_lines(self.master, "SUBNET UP"))
+        before = self.sweeps()
         self._on(self.master).run(f"kill -HUP \"$(cat {shlex.quote(self.master.paths.pidfile)})\"")
         return self._await_sweep(before, timeout)
 
@@ -356,12 +356,8 @@ class SshTarget:
 
     def _await_sweep(self, before: int, timeout: float) -> str:
         """The engine of the first sweep finished after `before` SUBNET UP lines."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if len(self._log_lines(self.master, "SUBNET UP")) > before:
-                engines = engines_in("\n".join(self._log_lines(self.master, "tables configured")))
-                return engines[-1] if engines else "?"
-            self.health()
-            time.sleep(0.2)
+        if self.await_sweeps(before, timeout):
+            engines = engines_in("\n".join(self._log_lines(self.master, "tables configured")))
+            return engines[-1] if engines else "?"
         raise SshError(f"OpenSM on {self.master.name} did not finish a sweep within {timeout:.0f}s ({self.holder()}); "
                        f"see {self.master.paths.log} on {self.master.name}")

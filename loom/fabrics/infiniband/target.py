@@ -17,7 +17,6 @@ QoS options — on an SSH host merged into the site's options file, see `loom.re
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Protocol
 
@@ -212,13 +211,7 @@ class SimTarget:
         return self.d.sweeps()
 
     def await_sweeps(self, count: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self.d.sweeps() <= count:
-            if time.monotonic() > deadline:
-                return False
-            self.d.health()
-            time.sleep(0.01)
-        return True
+        return self.d.await_sweeps(count, timeout)
 
     def _swept(self, push, timeout: float) -> str:
         """`push` (the daemons' restart or reload); a sweep that does not come says who holds the subnet."""
