@@ -191,6 +191,31 @@ def test_drift_on_a_switch_is_repaired(tiny_up):
     assert code == 0 and "No changes" in out and "drift" not in out, out
 
 
+def test_entry_changed_after_the_push_fails_the_whole_read_back(tiny_up, tmp_path, monkeypatch):
+    """A full apply reads every table back by blocks: one entry set by hand between the push and
+    the read-back fails the apply, naming the switch and the LID, and the old tables come back."""
+    path = make_plan_file(tmp_path)
+    before = tables(tiny_up)
+    sn = subnet(load_fabric(TINY), 0)
+    switch_dr, _ = directed_routes(sn, tiny_up.sm_host)
+    row = next(r for r in range(sn.n) if sn.name(r) == "z1-leaf1")
+    lid = int(sn.ca_lids[-1])
+    real_mark = Journal.mark
+
+    def mark(self, phase, **fields):
+        real_mark(self, phase, **fields)
+        if phase == "reloaded":
+            _smp_set(tiny_up, "lft", switch_dr[row], str(lid), "255")
+
+    monkeypatch.setattr(Journal, "mark", mark)
+    res = apply_plan(read_plan(path), path, timeout=60)
+    monkeypatch.setattr(Journal, "mark", real_mark)
+    assert not res.ok and f"1 entries differ, e.g. z1-leaf1 LID {lid:#06x}: port 255 read back" in res.message, res.message
+    assert "restored and verified" in res.message, res.message
+    assert tables(tiny_up) == before
+    settled(tiny_up)
+
+
 def test_qos_turned_off_and_on_on_a_running_fabric(tiny_up, tmp_path):
     apply_tiny()
     off = tmp_path / "tiny.yaml"

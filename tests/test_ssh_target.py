@@ -253,7 +253,7 @@ def test_a_failover_between_push_and_read_back_is_settled(tmp_path, monkeypatch)
         assert loom("plan", TINY, "--out", str(tmp_path / "p.json"), *args)[0] == 2
         master, standby = pair.hosts
         log = Path(standby.paths.log)
-        real, killed = applymod.mismatch, []
+        real, killed = applymod.block_mismatch, []
 
         def failover(*a, **k):
             if not killed:
@@ -262,9 +262,9 @@ def test_a_failover_between_push_and_read_back_is_settled(tmp_path, monkeypatch)
                 wait_for("the standby to take over", lambda: "Entering MASTER" in log_text(log) and sweeps(log) > killed[0], 90)
             return real(*a, **k)
 
-        monkeypatch.setattr(applymod, "mismatch", failover)
+        monkeypatch.setattr(applymod, "block_mismatch", failover)
         res = apply_plan(read_plan(tmp_path / "p.json"), tmp_path / "p.json", timeout=60)
-        monkeypatch.setattr(applymod, "mismatch", real)
+        monkeypatch.setattr(applymod, "block_mismatch", real)
         assert killed and not res.ok and "OpenSM is not running on the master mgmt0" in res.message, res.message
         assert "previous tables restored and verified" in res.message, res.message
         assert parse_lfts_dump(pair.dump_fts()) == parse_lfts_dump(before)

@@ -44,7 +44,7 @@ from loom.routing.updown import UpDown
 from .checked import check_plan, failing_checks, push_verdict
 from .design import design_files, last_applied
 from .edited import edited_files
-from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks
+from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks, whole_tables
 from .pkeys import files as pkey_files, finish_files as pkey_finish, partitions_change, stale as pkeys_stale
 from .pkeys import verify as verify_pkeys
 from .plan import Routed, drifted, model_routing, routing_key
@@ -150,7 +150,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts, **pkeys},
                         checked.desired_lfts, checked.qos_intent, t.subnet, ch.entries,
                         ch.switches, restore_conf(plan["fabric"], current_conf, q["desired_conf"]), in_service,
-                        pkeys=pkeys or None)
+                        tables=t, pkeys=pkeys or None)
     design = _design_of(routed, plan)
     record = {**context, "model": plan["model"], "routing_key": None if edited else routed.key,
               "design_key": routed.design_key if design is not None else None,
@@ -262,7 +262,7 @@ class Change:
     in_service: list[int] | None = None  # GUIDs of the switches that must answer (None: all)
     reload: bool = False  # only the LFT file changes: OpenSM re-reads it (SIGHUP) instead of restarting
     touched: Entries | None = None  # with reload: the entries that change, the only ones read back
-    tables: Tables | None = None  # with touched: what they must hold
+    tables: Tables | None = None  # what the switches must hold (at `touched`, or whole)
     pkeys: dict | None = None  # {"partitions": the file written, None: removed}: P_Key tables verified; None: not read
 
 
@@ -331,12 +331,11 @@ def _push_verified(d: Target, change: Change, previous: dict[str, str | None], r
 
 def _read_back_lfts(d: Target, change: Change) -> tuple[str | None, str]:
     """How the forwarding tables read back differ from the change's (None: they do not), and
-    the digest of what is live now."""
-    if change.touched is not None:
-        back = read_blocks(d, change.subnet, blocks_of(change.touched))
-        return block_mismatch(change.tables, change.touched, back), digest_tables(change.tables)
-    back = d.read_lfts(_expect(change.in_service))
-    return mismatch(back, change.lfts, _only(change.in_service)), digest_live(back)
+    the digest of what is live now (the change's tables: they were read back whole or, after a
+    reload, at every entry that changed)."""
+    entries = change.touched if change.touched is not None else whole_tables(change.tables, change.in_service)
+    back = read_blocks(d, change.subnet, blocks_of(entries))
+    return block_mismatch(change.tables, entries, back), digest_tables(change.tables)
 
 
 def _read_back_both(d: Target, change: Change) -> tuple[tuple[str | None, str], dict]:
@@ -384,9 +383,9 @@ def _remember_key(d: Target, routed: Routed, desired: str) -> None:
                           **_design_files(d, routed.design_key if design is not None else None, design)})
 
 
-def _design_files(d: Target, design_key: str | None, lfts: str | None) -> dict:
+def _design_files(d: Target, design_key: str | None, lfts: str | None, digest: str | None = None) -> dict:
     """The design tables' files to write with the apply's own records (none unless both are known)."""
-    return design_files(d.dir, design_key, lfts) if design_key and lfts else {}
+    return design_files(d.dir, design_key, lfts, digest) if design_key and lfts else {}
 
 
 def _finish(d: Target, j: dict, journal: Journal) -> None:
@@ -397,8 +396,10 @@ def _finish(d: Target, j: dict, journal: Journal) -> None:
                       d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None,
                       **pkey_finish(d.dir, j),
-                      **_design_files(d, j.get("design_key"),
-                                      _kept(journal, j, "design_lfts") or _kept(journal, j, "desired_lfts")),
+                      # the design is the desired tables unless the journal kept its own: then the
+                      # digest of what was verified live is theirs
+                      **(_design_files(d, j.get("design_key"), design) if (design := _kept(journal, j, "design_lfts"))
+                         else _design_files(d, j.get("design_key"), _kept(journal, j, "desired_lfts"), j["live_sha256"])),
                       # a plan's apply records whether it came from an edited plan; a watcher's leaves that as it is
                       **(edited_files(d.dir, j["edited"], _kept(journal, j, "model_lfts")) if "edited" in j else {})})
     journal.clear()
