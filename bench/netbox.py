@@ -38,7 +38,10 @@ def _timed(env: dict, *args: str) -> tuple[float, int, str]:
 
 
 def _server_cpu(nb: NetBox) -> float:
-    """CPU-seconds used so far by the NetBox server: gunicorn, PostgreSQL and all their children."""
+    """CPU-seconds used so far by the NetBox server: gunicorn, PostgreSQL and all their children,
+    those that exited too (a PostgreSQL backend per connection, recycled gunicorn workers: their
+    CPU is in their parent's cutime/cstime once reaped, where leaving it out made a step's
+    figure negative)."""
     roots = {nb.procs[-1].pid, int((nb.pg.data / "postmaster.pid").read_text().split()[0])}
     tick, parent, used = os.sysconf("SC_CLK_TCK"), {}, {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -46,7 +49,7 @@ def _server_cpu(nb: NetBox) -> float:
             stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # exited meanwhile
-        parent[int(pid)], used[int(pid)] = int(stat[1]), (int(stat[11]) + int(stat[12])) / tick
+        parent[int(pid)], used[int(pid)] = int(stat[1]), sum(int(x) for x in stat[11:15]) / tick
     total = 0.0
     for pid, secs in used.items():
         p = pid

@@ -28,7 +28,7 @@ from loom.expand import load_fabric  # noqa: E402
 from loom.expand.failures import parse_failures, without  # noqa: E402
 from loom.fabrics.infiniband.apply import apply_tables  # noqa: E402
 from loom.fabrics.infiniband.daemon import client_dir  # noqa: E402
-from loom.fabrics.infiniband.madquery import WINDOW  # noqa: E402
+from loom.fabrics.infiniband.madquery import SIM_WINDOW  # noqa: E402
 from loom.fabrics.infiniband.qos_readback import READERS, qos_jobs  # noqa: E402
 from loom.fabrics.infiniband.target import SimTarget  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
@@ -56,9 +56,10 @@ LAST_CPU = 0.0
 PHASE = re.compile(r"^  ([^:]+): (\d+\.\d+)s$")
 
 
-# one `madquery` reader with `window` SMPs in flight, on the jobs given on stdin
+# one `madquery` reader with `window` SMPs in flight, waiting in umad_recv for each answer, on the
+# jobs given on stdin
 READER = ("import json, sys; from loom.fabrics.infiniband.madquery import Port, answer_all; "
-          "answer_all(Port(window=int(sys.argv[1])), json.load(sys.stdin))")
+          "answer_all(Port(window=int(sys.argv[1]), nap=0), json.load(sys.stdin))")
 
 
 def bare_rate(target: SimTarget, jobs: list[dict], window: int) -> tuple[float, int]:
@@ -129,7 +130,7 @@ def main(model: Path) -> int:
             readers = (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
             sim_cpu = cpu_of(ibsim) - before
             report.add(f"{name}: QoS read-back", wall, "s", note=f"{smps:,} SMPs")
-            report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s", note=f"{READERS} readers, {WINDOW} SMPs in flight each")
+            report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s", note=f"{READERS} readers, {SIM_WINDOW} SMPs in flight each")
             rate, sample = bare_rate(target, qos_jobs(sn, target.d.sm_host)[:600], 1)
             report.add(f"{name}: … the same reader with one SMP in flight", rate, "SMP/s",
                        note=f"{sample:,} SMPs of the read-back (libibmad's smp_query_via waits for each)")

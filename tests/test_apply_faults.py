@@ -299,35 +299,41 @@ def test_ibsim_dying_mid_apply_restores_the_inputs(tiny_up, tmp_path, monkeypatc
     settled(tiny_up)
 
 
-def test_dump_fts_reading_part_of_the_fabric_is_an_error(tiny_up, tmp_path, monkeypatch):
-    """dump_fts exits 0 when some switches do not answer: loom counts the tables it got, in plan
-    and in apply."""
-    import loom.fabrics.infiniband.daemon as daemonmod
+def test_tables_not_read_whole_are_an_error(tiny_up, tmp_path, monkeypatch):
+    """Plan and apply read the live tables by blocks from every switch in service: one that does
+    not answer, or a route that reaches another switch than the model's, is named with what to
+    do, in plan and in apply, instead of planning over tables that were not read."""
+    from loom.fabrics.infiniband.target import SimTarget
 
-    real = subprocess.run
+    sn = subnet(load_fabric(TINY), 0)
+    real = SimTarget.smp
 
-    def partial(args, **kw):
-        res = real(args, **kw)
-        if args[0] == "dump_fts":
-            res.stdout = res.stdout[:res.stdout.index("Unicast lids [", 1)]  # one switch only
-            res.stderr = "ibwarn: [1] dump_lid: switch not answering\n"
-        return res
+    def planted(edit):
+        def smp(self, jobs, what, every=True):
+            answers = real(self, jobs, what, every)
+            return edit(answers) if what == "the live tables" else answers
+        return smp
 
-    monkeypatch.setattr(daemonmod.subprocess, "run", partial)
+    silent = planted(lambda answers: [a for a in answers if a["key"] not in ("3", "id 3")])
+    monkeypatch.setattr(SimTarget, "smp", silent)
     code, out = loom("plan", TINY)
-    monkeypatch.setattr(daemonmod.subprocess, "run", real)
-    assert code == 1 and "read the tables of 1 of 12 switches" in out, out
-    # the switches that did not answer are named, with what to do about them
-    first = re.search(r"\('?([^()']*)'?\):$", Daemons.of("tiny").dump_fts(), re.M).group(1)
-    named = out.split("no answer from ")[1].split(":")[0]
-    assert first not in named and "and 3 more" in named and "loom sim link up" in out, out
-    # apply reads the live tables beside the plan's check: it counts them against the plan's switches
+    monkeypatch.setattr(SimTarget, "smp", real)
+    assert code == 1 and f"read the tables of 11 of 12 switches; no answer from {sn.name(3)}: down?" in out, out
+    assert "loom sim link up" in out and f"loom mark down MODEL {sn.name(3)}" in out, out
+    # apply reads the live tables after the plan's check: the same refusal, nothing pushed
     path = tmp_path / "plan.json"
     assert loom("plan", TINY, "--out", str(path))[0] == 2
-    monkeypatch.setattr(daemonmod.subprocess, "run", partial)
+    monkeypatch.setattr(SimTarget, "smp", silent)
     code, out = loom("apply", str(path))
-    monkeypatch.setattr(daemonmod.subprocess, "run", real)
-    assert code == 1 and "read the tables of 1 of 12 switches" in out, out
+    monkeypatch.setattr(SimTarget, "smp", real)
+    assert code == 1 and "read the tables of 11 of 12 switches" in out, out
+    # another switch at a route (cabled otherwise, or another fabric): refused, both named
+    other = planted(lambda answers: [{**a, "guid": a["guid"] + 1} if a["key"] == "id 3" else a for a in answers])
+    monkeypatch.setattr(SimTarget, "smp", other)
+    code, out = loom("plan", TINY)
+    monkeypatch.setattr(SimTarget, "smp", real)
+    assert code == 1 and f"0x{sn.switch(3).guid + 1:016x}" in out and f"the model has {sn.name(3)} there" in out, out
+    assert loom("plan", TINY)[0] == 2
 
 
 def test_opensm_killed_after_the_reload_is_not_verified(tiny_up, tmp_path, monkeypatch):

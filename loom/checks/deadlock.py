@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
@@ -137,6 +136,8 @@ def _check(walk: Walk, a: np.ndarray, b: np.ndarray, n: int) -> Deadlock:
     channels = int(np.count_nonzero(sn.peer_kind == TO_SWITCH))
     if len(big) == 0:
         return Deadlock(True, channels, len(a), None)
+    import networkx as nx  # only to name a cycle that exists: importing it costs every plan 0.1 s
+
     members = set(np.flatnonzero(label == big[0]).tolist())
     sub = nx.DiGraph((int(x), int(y)) for x, y in zip(a, b) if int(x) in members and int(y) in members)
     cycle = nx.find_cycle(sub)

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_flow
 
 from loom.forked import Forked
 
@@ -114,6 +111,10 @@ def _assignable(patterns: np.ndarray, counts: np.ndarray, others: np.ndarray, k:
     """Max flow: source → pattern (its count) → port for the counted items (k each) → port
     (`total` each) → sink, the other items going to the port's total directly; feasible when
     the flow takes every item."""
+    # imported here: scipy.sparse costs a plan 0.15 s of start-up, and most bounds are counted
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_flow
+
     g, p = patterns.shape
     gi, pj = np.nonzero(patterns)
     mine, port, sink = 1 + np.arange(g), 1 + 2 * g + p + np.arange(p), 1 + 2 * g + 2 * p
@@ -390,6 +391,8 @@ def _keys(group: PortGroup, priority: np.ndarray) -> np.ndarray:
 
 
 def _min_cost_assignment(group: PortGroup, bound: int, bound_r: dict[int, int], priority: np.ndarray) -> dict | None:
+    import networkx as nx  # only where a switch is rebalanced: importing it costs every command 0.06 s
+
     g = nx.DiGraph()
     keys, n = np.unique(_keys(group, priority), axis=0, return_counts=True)
     for key, count in zip(map(tuple, keys.tolist()), n.tolist()):

@@ -44,7 +44,7 @@ from loom.routing.updown import UpDown
 from .checked import check_plan, failing_checks, push_verdict
 from .design import design_files, last_applied
 from .edited import edited_files
-from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks, whole_tables
+from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks, read_live, whole_tables
 from .pkeys import files as pkey_files, finish_files as pkey_finish, partitions_change, stale as pkeys_stale
 from .pkeys import verify as verify_pkeys
 from .plan import Routed, drifted, model_routing, routing_key
@@ -106,27 +106,22 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
 def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress, keep_live: bool,
                   from_edited: bool = False) -> ApplyResult:
     phases: dict[str, float] = {}
-    progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS) while the live "
-             "tables are read")
-    # the check is CPU, the read waits on the fabric: at once.  The plan's errors come first (the
-    # read only reads); leaving the pool waits for the read, also when the check refuses the plan
-    with ThreadPoolExecutor(1) as pool:
-        reading = pool.submit(_live_tables, d, plan, progress)
-        checked = timed(phases, "check plan", check_plan, plan)
-        live_text = timed(phases, "read live (after the check)", reading.result)
+    progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS)")
+    checked = timed(phases, "check plan", check_plan, plan)
     t = checked.tables
+    live = timed(phases, "read live", _live_tables, d, t.subnet, progress)
+    live_sha = digest_tables(live)
     in_service = _in_service(t)
     q = plan["qos"]
     # stale: forwarding tables read back, QoS by the options OpenSM programs the ports from (a full
     # QoS read-back costs minutes on a big fabric; plan did one, apply's verify does the next)
     inputs = d.read_inputs()
     current_conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
-    if digest_live(live_text) != plan["live_sha256"] or current_conf != q["previous_conf"] or pkeys_stale(plan, inputs):
+    if live_sha != plan["live_sha256"] or current_conf != q["previous_conf"] or pkeys_stale(plan, inputs):
         raise PlanError("the live tables changed since this plan was made (stale plan); run `loom plan` again")
     if keep_live and plan["drift"]:
         raise PlanError(f"--keep-live: the fabric holds changes made outside loom ({plan['drift']}); "
                         "nothing was applied — put them in the model, or apply without --keep-live to overwrite them")
-    live = tables_from_dump(t.subnet, live_text, "live")
     routed = timed(phases, "route the model", _model_routing, plan, checked.fabric, t, d.dir, live, checked.design_lfts)
     edited = None if routed.made == AS_PLANNED else _edited(routed, t, checked.design_lfts)
     if edited and not from_edited:
@@ -142,7 +137,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
         if not edited:
             _remember_key(d, routed, checked.desired_lfts)
         return ApplyResult(True, "no changes: the live tables already are the plan's", phases)
-    if not partitions and _tables_only(plan, d, inputs, current_conf, drifted(d, t.subnet, live, digest_live(live_text), routed.last)):
+    if not partitions and _tables_only(plan, d, inputs, current_conf, drifted(d, t.subnet, live, live_sha, routed.last)):
         touched = changed_entries(live, t, [r for r in range(t.subnet.n) if (t.lft[r] != NO_ROUTE).any()])
         change = Change({"lfts": checked.desired_lfts}, checked.desired_lfts, None, t.subnet, ch.entries,
                         ch.switches, current_conf, in_service, reload=True, touched=touched, tables=t)
@@ -348,14 +343,13 @@ def _read_back_both(d: Target, change: Change) -> tuple[tuple[str | None, str], 
         return lfts, qos.result()
 
 
-def _live_tables(d: Target, plan: dict, progress) -> str:
-    """The live tables of every switch the plan has a table for, read where the master subnet
-    manager is (asked first, refusing none or two; over SSH, the one pushed to)."""
+def _live_tables(d: Target, sn, progress) -> Tables:
+    """The live tables of every switch in service, read where the master subnet manager is
+    (asked first, refusing none or two; over SSH, the one pushed to)."""
     master, _ = d.subnet_managers()
     d.health()
     progress(f"reading live tables (master subnet manager: {master.name})")
-    tables = plan.get("desired_lfts")
-    return d.read_lfts(len(tables) if isinstance(tables, dict) else None)  # not a dict: the plan's check refuses it
+    return read_live(d, sn)
 
 
 def _in_service(tables: Tables) -> list[int]:

@@ -25,10 +25,10 @@ from loom.checks import Walk, check_balance
 from loom.expand import Fabric
 from loom.expand.asbuilt import AsBuilt, load_as_built
 from loom.push.errors import PlanError, TargetError
-from loom.push.packing import digest_live, digest_tables, table_rows
+from loom.push.packing import digest_tables, table_rows
 from loom.push.planfile import content_digest, plan_header
 from loom.qos import plan_qos
-from loom.render.opensm import guid2lid, tables_from_dump
+from loom.render.opensm import guid2lid
 from loom.render.opensm_qos import sm_options
 from loom.routing import subnet
 from loom.routing.base import NO_ROUTE, Tables
@@ -38,6 +38,7 @@ from loom.routing.updown import UpDown
 from .checked import failing_checks, push_verdict
 from .design import as_it_stands, design_tables, key_of_last, last_applied
 from .edited import edited_note, edited_record
+from .lft_readback import read_live
 from .pkeys import partitions_change, plan_partitions
 from .planned import inputs_digest, remember
 from .qos_conf import UNMANAGED, conf_intent, desired_conf, qos_on
@@ -92,9 +93,8 @@ def make_plan(model_path: Path, fabric: Fabric, target: Target) -> dict:
     with ThreadPoolExecutor(2) as pool:
         reading = pool.submit(_plan_qos, fabric, sn, qos, target, inputs["conf"])
         pkeys = pool.submit(plan_partitions, fabric, sn, target, inputs.get("partitions"))
-        live_text = target.read_lfts(int(UpDown.of(sn).live.sum()))
-        live_sha = digest_live(live_text)
-        live = tables_from_dump(sn, live_text, "live")
+        live = read_live(target, sn)
+        live_sha = digest_tables(live)
         inputs_before = inputs_digest(target.dir, routing_key(fabric), routing_key(state.design), live_sha)
         checked: list[tuple[Tables, dict]] = []
 
