@@ -40,7 +40,7 @@ def write_all_atomic(files: dict[Path, str | bytes | None]) -> None:
     target; a rename refused (an immutable file) puts back the files already replaced.
     `None` removes the file."""
     files = {Path(p): d for p, d in files.items()}
-    before = {p: p.read_bytes() if p.exists() else None for p in files}
+    before = {p: p.read_bytes() if p.is_file() else None for p in files}  # a FIFO there is not read (it would block)
     staged: list[tuple[str, Path]] = []
     try:
         for path, data in files.items():

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from loom.fabrics.infiniband.daemon import Daemons
 from loom.fabrics.infiniband.sim import tools_missing
 
 from .simfabric import TINY, loom, procs_using
+
+#: Expanded fabrics are cached (loom.expand.cache) in a directory of this run's own: no test reads
+#: another run's entries or the user's ~/.cache, and the suite leaves none behind.
+_CACHE = os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom-test-cache-")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_CACHE, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,5 +1,8 @@
 """Stage 2: model → port-level fabric (switches, nodes, NIC ports, cables, identities, racks)."""
 
+import time
+from pathlib import Path
+
 from .build import expand
 from .lockfile import Lock, lock_path, read_lock, with_as_built
 
@@ -15,7 +18,21 @@ def load_fabric(path, lock=_NEXT_TO_MODEL, as_built: bool = True, marked: bool =
     an operator marked down (`down`, `loom mark`) are left out, unless `as_built` is False (the
     design as drawn: what `loom netbox plan` puts in NetBox) or `marked` is (the cabling on the
     floor, which a mark does not change: what the simulator cables).  `loom.expand.asbuilt` keeps
-    the design and what is down apart, for the commands that compare the two."""
+    the design and what is down apart, for the commands that compare the two.  A fabric expanded
+    before from the same files by the same loom is read from `loom.expand.cache`."""
+    from . import cache
+
+    name = cache.key(Path(path), lock_path(path), as_built) if lock is _NEXT_TO_MODEL else None
+    fabric = cache.get(name) if name else None
+    if fabric is None:
+        started = time.perf_counter()
+        fabric = _expanded(path, lock, as_built)
+        if name and cache.key(Path(path), lock_path(path), as_built) == name:  # not changed while it was read
+            cache.put(name, fabric, time.perf_counter() - started)
+    return without_marked(fabric) if as_built and marked else fabric
+
+
+def _expanded(path, lock, as_built: bool):
     from loom.model import ModelError, load_model, locate
 
     model = load_model(path)
@@ -25,10 +42,9 @@ def load_fabric(path, lock=_NEXT_TO_MODEL, as_built: bool = True, marked: bool =
     if as_built and lock is not None and lock.as_built:
         model = with_as_built(model, lock, lock_file)
     try:
-        fabric = expand(model, lock, lock_file)
+        return expand(model, lock, lock_file)
     except ModelError as exc:
         raise (exc if exc.file else locate(path, exc)) from None
-    return without_marked(fabric) if as_built and marked else fabric
 
 
 def without_marked(fabric):

@@ -1,6 +1,6 @@
 """Fuzz cases for every input Loom reads besides the model: saved plans, apply journals, lock
 files, LFT dumps, `ibnetdiscover` topologies, Slurm hostlists, SSH inventories and NetBox's HTTP
-answers.
+answers, and damaged entries of the expansion cache.
 
 Each surface starts from a valid seed (tiny's, in `seeds/` or `topology/`), mutates it — JSON
 values replaced by hostile ones and the file re-signed half the time (so the checks behind the
@@ -13,6 +13,7 @@ case, a surface case is a pure function of (seed, index): its files are re-made 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -257,8 +258,53 @@ def _journal(rng: random.Random, case: SurfaceCase) -> None:
     case.env = {"LOOM_STATE_DIR": "{dir}/state"}
 
 
+def _fabric_cache(rng: random.Random, case: SurfaceCase) -> None:
+    """A damaged entry of the expansion cache where tiny's would be: bytes flipped, cut short,
+    junk behind a right checksum, another entry's format.  Every command must expand afresh.
+    (A pickle mutated and then re-signed is not a case: the checksum is the cache's guard against
+    damage; whoever can write the user's cache can already run code as the user.)"""
+    import hashlib
+
+    from loom.expand import cache
+
+    files = _tiny_files()
+    entry = bytearray(_tiny_entry())
+    kind = rng.randrange(4)
+    if kind == 0:
+        for _ in range(rng.randint(1, 8)):
+            entry[rng.randrange(len(entry))] ^= 1 << rng.randrange(8)
+        case.mutations.append("bytes flipped")
+    elif kind == 1:
+        entry = entry[:rng.randrange(len(entry))]
+        case.mutations.append(f"cut at {len(entry)}")
+    elif kind == 2:
+        junk = rng.randbytes(rng.choice([0, 1, 100, 5000]))
+        entry = bytearray(cache._MAGIC + hashlib.sha256(junk).digest() + junk)
+        case.mutations.append(f"{len(junk)} bytes of junk, re-signed")
+    else:
+        entry = bytearray(b"loom-fabric-cache 0\n") + entry[len(cache._MAGIC):]
+        case.mutations.append("another format's magic")
+    name = cache.key_of(files["tiny.yaml"], files["tiny.lock.json"], True)
+    case.files = {**files, f"cache/{name}.fabric": bytes(entry)}
+    case.args = rng.choice([["show", "{dir}/tiny.yaml"], ["cabling", "{dir}/tiny.yaml", "--format", "csv"],
+                            ["route", "{dir}/tiny.yaml", "--out", "{dir}/out"]])
+    case.env = {"LOOM_CACHE_DIR": "{dir}/cache"}
+
+
+@functools.cache
+def _tiny_entry() -> bytes:
+    """The cache entry tiny's expansion is kept as (whatever its expansion time)."""
+    import hashlib
+    import pickle
+
+    from loom.expand import cache, load_fabric
+
+    body = pickle.dumps(cache._packed(load_fabric(TINY)), protocol=pickle.HIGHEST_PROTOCOL)
+    return cache._MAGIC + hashlib.sha256(body).digest() + body
+
+
 SURFACES = {"plan": _plan, "journal": _journal, "lock": _lock, "lfts-dump": _dump_surface, "topology": _topology, "hostlist": _hostlist,
-            "inventory": _inventory, "netbox-http": _http}
+            "inventory": _inventory, "netbox-http": _http, "fabric-cache": _fabric_cache}
 
 
 def surface_case(seed: int, index: int, surface: str | None = None) -> SurfaceCase:
