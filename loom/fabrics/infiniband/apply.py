@@ -94,8 +94,8 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
             return ApplyResult(True, "no changes: the fabric already holds these tables", phases)
         want = lfts_dump(tables)
         conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
-        change = Change({"lfts": want}, want, None, tables.subnet, entries, len(touched), conf, in_service,
-                        reload=True, touched=touched, tables=tables)
+        change = Change({"lfts": want}, want, None, tables.subnet, entries, len(touched), conf, tables, in_service,
+                        reload=True, touched=touched)
         record = {**context, "model": str(Path(model).resolve())}
         return _push_verified(d, change, {**inputs, "conf": conf}, record, timeout, progress, phases,
                               {"desired_lfts": want, "previous_live": live_text})
@@ -140,12 +140,12 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     if not partitions and _tables_only(plan, d, inputs, current_conf, drifted(d, t.subnet, live, live_sha, routed.last)):
         touched = changed_entries(live, t, [r for r in range(t.subnet.n) if (t.lft[r] != NO_ROUTE).any()])
         change = Change({"lfts": checked.desired_lfts}, checked.desired_lfts, None, t.subnet, ch.entries,
-                        ch.switches, current_conf, in_service, reload=True, touched=touched, tables=t)
+                        ch.switches, current_conf, t, in_service, reload=True, touched=touched)
     else:
         change = Change({"guid2lid": plan["guid2lid"], "conf": q["desired_conf"], "lfts": checked.desired_lfts, **pkeys},
                         checked.desired_lfts, checked.qos_intent, t.subnet, ch.entries,
-                        ch.switches, restore_conf(plan["fabric"], current_conf, q["desired_conf"]), in_service,
-                        tables=t, pkeys=pkeys or None)
+                        ch.switches, restore_conf(plan["fabric"], current_conf, q["desired_conf"]), t, in_service,
+                        pkeys=pkeys or None)
     design = _design_of(routed, plan)
     record = {**context, "model": plan["model"], "routing_key": None if edited else routed.key,
               "design_key": routed.design_key if design is not None else None,
@@ -254,10 +254,10 @@ class Change:
     entries: int
     switches: int
     restore_conf: str | None  # the options a restore writes back
+    tables: Tables  # what the switches must hold (at `touched`, or whole)
     in_service: list[int] | None = None  # GUIDs of the switches that must answer (None: all)
     reload: bool = False  # only the LFT file changes: OpenSM re-reads it (SIGHUP) instead of restarting
     touched: Entries | None = None  # with reload: the entries that change, the only ones read back
-    tables: Tables | None = None  # what the switches must hold (at `touched`, or whole)
     pkeys: dict | None = None  # {"partitions": the file written, None: removed}: P_Key tables verified; None: not read
 
 
@@ -385,15 +385,17 @@ def _design_files(d: Target, design_key: str | None, lfts: str | None, digest: s
 def _finish(d: Target, j: dict, journal: Journal) -> None:
     """Record what is now live as loom's (its digest and the tables, the next plan's routing
     hint), then drop the journal."""
+    # the design is the desired tables unless the journal kept its own: then the digest of what
+    # was verified live is the desired tables', not the design's
+    design = _kept(journal, j, "design_lfts")
+    designed = (_design_files(d, j.get("design_key"), design) if design
+                else _design_files(d, j.get("design_key"), _kept(journal, j, "desired_lfts"), j["live_sha256"]))
     write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
                       d.dir / "last-applied.key": (j["routing_key"] + "\n") if j.get("routing_key") else None,
                       d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None,
                       **pkey_finish(d.dir, j),
-                      # the design is the desired tables unless the journal kept its own: then the
-                      # digest of what was verified live is theirs
-                      **(_design_files(d, j.get("design_key"), design) if (design := _kept(journal, j, "design_lfts"))
-                         else _design_files(d, j.get("design_key"), _kept(journal, j, "desired_lfts"), j["live_sha256"])),
+                      **designed,
                       # a plan's apply records whether it came from an edited plan; a watcher's leaves that as it is
                       **(edited_files(d.dir, j["edited"], _kept(journal, j, "model_lfts")) if "edited" in j else {})})
     journal.clear()

@@ -46,38 +46,53 @@ def read_live(target, sn) -> Tables:
     beside it).  Each switch is asked first who it is: a route that reaches another switch than
     the model's, or a switch on other LIDs than the pinned ones, is refused, as a dump of
     another fabric is (`render.opensm.match_dump`)."""
-    paths, _ = directed_routes(sn, target.sm_ca())
     rows = [int(r) for r in np.flatnonzero(UpDown.of(sn).live)]
     blocks = list(range(sn.max_lid // BLOCK + 1))
-    jobs = [job for r in rows if r in paths
-            for job in ({"key": str(r), "path": paths[r], "lft": blocks}, {"key": f"id {r}", "path": paths[r], "ident": 1})]
-    answers = {a["key"]: a for a in target.smp(jobs, "the live tables", every=False)}
-    silent = [sn.name(r) for r in rows if str(r) not in answers or f"id {r}" not in answers]
+    back, who, paths = _ask(target, sn, {r: blocks for r in rows}, "the live tables", ident=True)
+    silent = [sn.name(r) for r in rows if r not in back or r not in who]
     if silent:
-        back = " (`loom sim link up MODEL SWITCH`)" if target.kind == "sim" else ""
+        again = " (`loom sim link up MODEL SWITCH`)" if target.kind == "sim" else ""
         raise TargetError(f"read the tables of {len(rows) - len(silent)} of {len(rows)} switches; no answer from "
                           f"{', '.join(silent[:8])}" + (f" and {len(silent) - 8} more" if len(silent) > 8 else "")
                           + f": down? `loom mark down MODEL {silent[0]} --reason ...` routes around it, or bring it "
-                          f"back{back}, then plan again")
+                          f"back{again}, then plan again")
     lft = np.full((sn.n, sn.max_lid + 1), NO_ROUTE, dtype=np.uint8)
     for r in rows:
-        s, who = sn.switch(r), answers[f"id {r}"]
-        if (who["guid"], who["lid"]) != (s.guid, s.lid):
-            raise TargetError(f"the switch at directed route {paths[r]} is GUID 0x{who['guid']:016x} with LID {who['lid']}; "
+        s = sn.switch(r)
+        if (who[r]["guid"], who[r]["lid"]) != (s.guid, s.lid):
+            raise TargetError(f"the switch at directed route {paths[r]} is GUID 0x{who[r]['guid']:016x} with LID {who[r]['lid']}; "
                               f"the model has {s.name} there (GUID 0x{s.guid:016x}, LID {s.lid}): is this the model's "
                               "fabric, cabled as it says (`loom discover`), with the LIDs loom pinned (its guid2lid)?")
-        got = answers[str(r)]["lft"]
-        lft[r] = np.concatenate([np.asarray(got[str(b)], dtype=np.uint8) for b in blocks])[:sn.max_lid + 1]
+        lft[r] = np.concatenate([np.asarray(back[r][b], dtype=np.uint8) for b in blocks])[:sn.max_lid + 1]
     return Tables(sn, lft, "live")
 
 
 def read_blocks(target, sn, blocks: dict[int, list[int]]) -> dict[int, dict[int, list[int]]]:
     """{switch row: [block numbers]} → row → block → 64 ports, read through `target` by
     directed route over `sn` (the fabric as it stands: no route crosses a cable that is down)."""
+    return _ask(target, sn, blocks, "the table read-back")[0]
+
+
+def _ask(target, sn, blocks: dict[int, list[int]], what: str, ident: bool = False):
+    """The SMPs behind both readers, by directed route from the SM's port over `sn`: (row →
+    block → 64 ports, row → {"guid", "lid"} of the switch that answered when `ident`, row →
+    route).  With `ident` a switch that does not answer is left out, for the caller to name
+    with what to do; without it, the target's own error names it."""
     paths, _ = directed_routes(sn, target.sm_ca())
-    jobs = [{"key": str(row), "path": paths[row], "lft": numbers} for row, numbers in blocks.items() if row in paths]
-    answers = target.smp(jobs, "the table read-back")
-    return {int(a["key"]): {int(b): ports for b, ports in a["lft"].items()} for a in answers}
+    jobs = []
+    for r, numbers in blocks.items():
+        if r in paths:
+            jobs.append({"key": str(r), "path": paths[r], "lft": numbers})
+            if ident:
+                jobs.append({"key": f"id {r}", "path": paths[r], "ident": 1})
+    tables: dict[int, dict[int, list[int]]] = {}
+    who: dict[int, dict] = {}
+    for a in target.smp(jobs, what, every=not ident):
+        if a["key"].startswith("id "):
+            who[int(a["key"][3:])] = a
+        else:
+            tables[int(a["key"])] = {int(b): ports for b, ports in a["lft"].items()}
+    return tables, who, paths
 
 
 def whole_tables(t: Tables, in_service: list[int] | None) -> Entries:
