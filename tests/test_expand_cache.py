@@ -175,3 +175,14 @@ def test_configs_only_from_the_cache_writes_the_same_files(tmp_path):
         outs.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()})
     assert len(list((tmp_path / "cache").glob("*.fabric"))) == 1
     assert outs[0] and outs[0] == outs[1] == outs[2]
+
+
+def test_the_directory_by_default_and_by_choice(monkeypatch, tmp_path):
+    monkeypatch.delenv("LOOM_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cachemod.cache_dir() == tmp_path / "xdg" / "loom" / "fabrics"  # beside the NetBox test cache, not in it
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cachemod.cache_dir() == tmp_path / "home" / ".cache" / "loom" / "fabrics"
+    monkeypatch.setenv("LOOM_CACHE_DIR", "off")
+    assert cachemod.cache_dir() is None

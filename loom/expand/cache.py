@@ -9,8 +9,8 @@ kept, so a hit is a model that validated with the same bytes and the same code. 
 checksum does not match its body (torn, truncated, edited) is a miss and is removed; a cache that
 cannot be written is skipped without a word: it only ever saves time.
 
-The directory is `$LOOM_CACHE_DIR` (`off` turns the cache off), else `$XDG_CACHE_HOME/loom`,
-else `~/.cache/loom`; it is made private to the user (0700), and a directory another user owns is
+The directory is `$LOOM_CACHE_DIR` (`off` turns the cache off), else `$XDG_CACHE_HOME/loom/fabrics`,
+else `~/.cache/loom/fabrics`; it is made private to the user (0700), and a directory another user owns is
 not used.  Fabrics that expand in under `WORTH_SECONDS` are not kept: reading them is no faster.
 """
 
@@ -43,7 +43,7 @@ def cache_dir() -> Path | None:
     if raw:
         return Path(raw)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "loom"
+    return Path(base) / "loom" / "fabrics"
 
 
 def _code() -> bytes:
