@@ -28,9 +28,20 @@ DISK_HOG = ("import os, sys\n"
 
 
 def slack() -> float:
-    """How much longer than on an idle machine things take now: the load per core, at least 1
-    (a deadline of `n * slack()` seconds holds on a busy machine as on a quiet one)."""
-    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    """How much longer than on an idle machine things take now, at least 1 (a deadline of
+    `n * slack()` seconds holds on a busy machine as on a quiet one): the load per core, or —
+    when a burst is newer than the one-minute load average — the share of the last ten seconds
+    that runnable tasks waited for a CPU (Linux's pressure stall information)."""
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1), 1 / (1 - min(0.9, _cpu_waiting())))
+
+
+def _cpu_waiting() -> float:
+    """`some avg10` of /proc/pressure/cpu as a fraction; 0 where the kernel does not say."""
+    try:
+        first = Path("/proc/pressure/cpu").read_text().split("\n", 1)[0]
+        return float(dict(f.split("=") for f in first.split()[1:])["avg10"]) / 100
+    except (OSError, ValueError, KeyError):
+        return 0.0
 
 
 def wait_for(what: str, condition: Callable[[], object], seconds: float = 60, step: float = 0.05):
