@@ -27,8 +27,11 @@ def load_fabric(path, lock=_NEXT_TO_MODEL, as_built: bool = True, marked: bool =
     if fabric is None:
         started = time.perf_counter()
         fabric = _expanded(path, lock, as_built)
-        if name and cache.key(Path(path), lock_path(path), as_built) == name:  # not changed while it was read
-            cache.put(name, fabric, time.perf_counter() - started)
+        # kept if worth a file, and under the name of the bytes that were read (keyed again: a
+        # file edited while it was read would otherwise be kept under the old bytes' name)
+        if (name and time.perf_counter() - started >= cache.WORTH_SECONDS
+                and cache.key(Path(path), lock_path(path), as_built) == name):
+            cache.put(name, fabric)
     return without_marked(fabric) if as_built and marked else fabric
 
 

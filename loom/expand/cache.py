@@ -22,14 +22,15 @@ import os
 import pickle
 from pathlib import Path
 
-from loom.model.reading import max_bytes
+from loom.model.errors import ModelError
+from loom.model.reading import max_bytes, read_bytes
 
 from .fabric import Fabric, HostPort, Node, Switch
 
 CACHE_ENV = "LOOM_CACHE_DIR"
 #: Entries kept; the least recently used go first (an entry of the 32,768-GPU fabric is 7.5 MB).
 KEEP = 8
-#: Expansion time under which an entry is not worth a file.
+#: Expansion time under which an entry is not worth a file (`loom.expand.load_fabric` decides).
 WORTH_SECONDS = 0.15
 _MAGIC = b"loom-fabric-cache 1\n"
 _LOOM = Path(__file__).resolve().parent.parent
@@ -64,18 +65,16 @@ def _code() -> bytes:
 
 def key(model: Path, lock: Path, as_built: bool) -> str | None:
     """The entry's name for these inputs as they are now; None when one cannot be read, or is
-    over its size cap (the load that follows names the problem, before it reads a byte)."""
+    over its size cap (the load that follows names the problem)."""
     texts: list[bytes | None] = []
-    try:
-        for path, cap in ((model, max_bytes()), (lock, max_bytes(tables=True))):
-            if not path.is_file():
-                texts.append(None)
-            elif path.stat().st_size > cap:
-                return None
-            else:
-                texts.append(path.read_bytes())
-    except OSError:
-        return None
+    for path, tables in ((model, False), (lock, True)):
+        if not path.exists():
+            texts.append(None)
+            continue
+        try:
+            texts.append(read_bytes(path, tables=tables))
+        except ModelError:
+            return None
     return key_of(*texts, as_built)
 
 
@@ -126,19 +125,18 @@ def get(name: str):
         fabric = _unpacked(pickle.loads(raw[head:]))
     except Exception:  # noqa: BLE001 - written by this loom (the key says so): only a bug lands here
         fabric = None
-    if fabric is None or not isinstance(fabric, Fabric):
+    if not isinstance(fabric, Fabric):
         path.unlink(missing_ok=True)
         return None
     return fabric
 
 
-def put(name: str, fabric, seconds: float) -> None:
-    """Keep `fabric` under `name` if its expansion took `seconds` ≥ WORTH_SECONDS; the oldest
-    entries beyond KEEP go."""
+def put(name: str, fabric) -> None:
+    """Keep `fabric` under `name`; the least recently used entries beyond KEEP go."""
     from loom.files import write_atomic
 
     d = _directory()
-    if d is None or seconds < WORTH_SECONDS:
+    if d is None:
         return
     body = pickle.dumps(_packed(fabric), protocol=pickle.HIGHEST_PROTOCOL)
     try:
