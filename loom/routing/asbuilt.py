@@ -25,7 +25,7 @@ from scipy.sparse import csr_matrix
 from loom.forked import Forked
 
 from .base import NO_ROUTE
-from .loads import DownLoads, carried, distinct, port_groups, rebalance_switch
+from .loads import DownLoads, IntoPaths, carried, distinct, even_cas, port_groups, rebalance_switch
 from .subnet import Subnet
 from .updown import UpDown
 
@@ -79,6 +79,8 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
                 full[:, lids[moved]] = used[:, moved]
                 as_carried[:, lids[moved]] = lft[:, lids[moved]]
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
+        intos: dict[int, IntoPaths] = {}
+        two_layers = {z: int(ud.layer[ud.zone == z].max()) <= 1 for z in np.unique(ud.zone)}
 
         def even_out(part: np.ndarray, lay=lay, direction=direction, used=used, full=full) -> None:
             for x in part:
@@ -92,6 +94,11 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
                 for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
                     if group.direction == direction:
                         rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
+                        # not in a repair (minimal churn: CAs at their bound before a failure stay);
+                        # IntoPaths sees spine->leaf links only
+                        if down is not None and settled is None and two_layers[z]:
+                            into = intos[z] if z in intos else intos.setdefault(z, _into_paths(ud, lft, z))
+                            even_cas(lft, group, prio, into, sn.peer_dev[x, group.ports])
 
         if direction == "up" and lay == 0:
             even_out(rows)  # leaves share their zone's spine-to-leaf loads (`downs`): in order, here
@@ -139,6 +146,19 @@ def affected_destinations(tables, failed: Subnet) -> np.ndarray:
     lost = (sn.peer_kind != 0) & (failed.peer_kind == 0)  # [sw, port] cabled in the design, gone now
     lost &= (failed.peer_kind != 0).any(axis=1)[:, None]
     return lost[np.arange(sn.n)[:, None], sn.out_port(tables.lft)].any(axis=0) & UpDown.of(failed).live_lids
+
+
+def _into_paths(ud: UpDown, lft: np.ndarray, zone: int) -> IntoPaths:
+    """The zone's links into its leaves, for `loads.even_cas` (see `loads.IntoPaths`)."""
+    sn = ud.sn
+    weight = np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n)
+    r, _, p = ud.links
+    links = np.zeros((sn.n, sn.n), np.int64)
+    np.add.at(links, (r, p), 1)
+    mine = (ud.zone == zone) & ud.live
+    ups = np.bincount(r[(ud.layer[p] > ud.layer[r]) & (ud.zone[p] == ud.zone[r])], minlength=sn.n)
+    outside = int(weight[mine].sum()) - weight
+    return IntoPaths(sn, lft, weight, np.flatnonzero(mine & (ud.layer == 0) & (weight > 0)), links, np.maximum(ups, 1), outside)
 
 
 def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.ndarray, lids: np.ndarray) -> DownLoads:

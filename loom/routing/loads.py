@@ -28,6 +28,11 @@ from .base import lid_chunks
 from .subnet import TO_SWITCH
 from .updown import UpDown
 
+#: Every channel adapter together, as a role code: a leaf's up-port that carries one CA
+#: destination more than its share carries the leaf's CAs' paths to it (issue 33), even where
+#: switch LIDs keep the port's total within its bound.
+CA = -1
+
 
 @dataclass
 class PortGroup:
@@ -41,18 +46,23 @@ class PortGroup:
     patterns: np.ndarray  # bool [distinct legal-port sets, len(ports)]
     pattern: np.ndarray  # index into patterns of each destination
     chosen: np.ndarray  # index into ports of each destination's current port (-1: not in the group)
+    ca: np.ndarray  # whether each destination is a channel adapter (not a switch's own LID)
     total_bound: int | None = None  # `bound()`, once computed (it depends on patterns and counts alone)
 
     def role_codes(self) -> list[int]:
         """The roles present, ascending (`np.unique` by counting: roles are small codes)."""
         return np.flatnonzero(np.bincount(self.roles)).tolist()
 
+    def _of(self, role: int) -> np.ndarray:
+        return self.ca if role == CA else self.roles == role
+
     def loads(self, role: int | None = None) -> np.ndarray:
-        sel = self.chosen >= 0 if role is None else (self.chosen >= 0) & (self.roles == role)
+        """Destinations per port: all, of one role, or every channel adapter (`CA`)."""
+        sel = self.chosen >= 0 if role is None else (self.chosen >= 0) & self._of(role)
         return np.bincount(self.chosen[sel], minlength=len(self.ports))
 
     def counts(self, role: int | None = None) -> np.ndarray:
-        pat = self.pattern if role is None else self.pattern[self.roles == role]
+        pat = self.pattern if role is None else self.pattern[self._of(role)]
         return np.bincount(pat, minlength=len(self.patterns))
 
     def bound(self, role: int | None = None) -> int:
@@ -174,7 +184,7 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
         peer = int(ud.sn.peer_dev[x, ports[cols[0]]])
         out.append(PortGroup(x, ports[cols], _direction(ud.layer[x], ud.layer[peer]), lids[rows],
                              roles[lids[rows]], pats[np.ix_(mine, cols)], renum[dest_pat[rows]],
-                             col[np.minimum(entry[rows], len(col) - 1)]))
+                             col[np.minimum(entry[rows], len(col) - 1)], ud.sn.lid_switch[lids[rows]] < 0))
     return out
 
 
@@ -232,6 +242,89 @@ class DownLoads:
         if not self.carries[peer, lid] and self.target[lid] >= 0:
             self.carries[peer, lid] = True
             self.into[peer, self.target[lid]] += 1
+
+
+@dataclass
+class IntoPaths:
+    """CA-to-CA paths that a spine carries down into a leaf it is cabled to, from the leaves of
+    its zone that send the destination up to it, against the bound `checks.subtrees` holds each
+    link into a leaf to (ceil(the leaf's CA destinations / its up-links) × the CAs outside it,
+    here per spine: times its links into the leaf).  What `even_cas` asks before it moves a
+    channel adapter: a leaf's up-port choice decides which link its CAs' traffic enters by."""
+
+    sn: object
+    lft: np.ndarray
+    weight: np.ndarray  # [switch] channel adapters on it (a source leaf's paths per destination)
+    sources: np.ndarray  # leaves with channel adapters
+    links: np.ndarray  # [switch, switch] links between them
+    ups: np.ndarray  # [leaf] its working up-links
+    outside: np.ndarray  # [leaf] the zone's channel adapters outside it
+
+    def room(self, lid: int, source: int, spine: int) -> bool:
+        """Whether `source` may send `lid` up to `spine` without the spine's links into the
+        destination's leaf carrying more paths than their bound (True where the spine does not
+        go down to it: the traffic goes up, and is judged there)."""
+        t = int(self.sn.ca_switch[lid])
+        if t < 0 or self.links[spine, t] == 0:
+            return True  # a switch LID, or a spine that sends it up (another pod, another zone)
+        rows = self.sources[self.sources != t]
+        at = np.flatnonzero((self.sn.ca_switch == t) | (self.sn.lid_switch == t))  # its CAs and its own LID
+        ca = self.sn.ca_switch[at] == t
+        via = self.sn.peer_dev[rows[:, None], self.sn.out_port(self.lft[rows][:, at])] == spine  # [source, destination]
+        paths = int((via[:, ca] * self.weight[rows][:, None]).sum())
+        if self.sn.peer_dev[source, self.sn.out_port(self.lft[source, lid])] != spine:
+            paths += int(self.weight[source])
+        dests = int(via.any(axis=0).sum()) + (not via[:, at == lid].any())  # each link takes whole destinations
+        return paths <= -(-int(ca.sum()) // self.ups[t]) * self.outside[t] * self.links[spine, t] \
+            and dests <= -(-len(at) // self.ups[t]) * self.links[spine, t]
+
+
+def even_cas(lft: np.ndarray, group: PortGroup, priority: np.ndarray, into: IntoPaths, peers: np.ndarray) -> None:
+    """After `rebalance_switch` on a leaf's up-ports: channel adapters moved off a port over their
+    bound together (`CA`) to one under it — with room there in total and for their role, or in
+    exchange for a switch LID there, which carries no CA-to-CA paths — only where the move
+    crowds no link into the destination's leaf (`into`).  A switch LID crowding the CAs onto
+    fewer ports keeps the total within bound and still puts a leaf's CAs' paths over theirs."""
+    if len(group.ports) == 1 or not group.ca.any() or group.ca.all() or not group.legal():
+        return
+    if not (group.ports[np.maximum(group.chosen, 0)] == lft[group.switch, group.lids])[group.chosen >= 0].all() \
+            or (group.chosen < 0).any():
+        return  # the group's view is not the table's (a repair that left it): nothing to start from
+    cap = group.bound(CA)
+    load_ca = group.loads(CA)
+    if load_ca.max() <= cap or group.loads().max() > group.bound():
+        return  # at its bound already, or a group the repair left over it (a later pass's)
+    roles, chosen = group.roles, group.chosen.copy()
+    bound, cap_r = group.bound(), {r: group.bound(r) for r in group.role_codes()}
+    load = group.loads()
+    load_r = {r: group.loads(r) for r in cap_r}
+    order = np.lexsort((-group.lids, priority[group.lids]))  # who moves first: low priority, newest
+    for i in order[group.ca[order]]:
+        c, r, lid = int(chosen[i]), int(roles[i]), int(group.lids[i])
+        if load_ca[c] <= cap:
+            continue
+        legal = np.flatnonzero(group.patterns[group.pattern[i]])
+        for j in legal[np.argsort(load_ca[legal], kind="stable")]:
+            if load_ca[j] >= cap or load_r[r][j] >= cap_r[r] or not into.room(lid, group.switch, int(peers[j])):
+                continue
+            swap = None
+            if load[j] >= bound:  # full: a switch LID on j that may take i's place on c
+                ks = np.flatnonzero((chosen == j) & ~group.ca & group.patterns[group.pattern, c])
+                ks = [k for k in ks if load_r[int(roles[k])][c] < cap_r[int(roles[k])]]
+                if not ks:
+                    continue
+                swap = int(ks[0])
+            for x, rr, a, b in ((i, r, c, j), *(((swap, int(roles[swap]), j, c),) if swap is not None else ())):
+                chosen[x] = b
+                load[a] -= 1
+                load[b] += 1
+                load_r[rr][a] -= 1
+                load_r[rr][b] += 1
+                lft[group.switch, group.lids[x]] = group.ports[b]
+            load_ca[c] -= 1
+            load_ca[j] += 1
+            break
+    group.chosen = chosen
 
 
 def rebalance_switch(lft: np.ndarray, group: PortGroup, priority: np.ndarray, down: DownLoads | None = None,

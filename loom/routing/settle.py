@@ -30,8 +30,14 @@ from .base import NO_ROUTE
 from .subnet import TO_SWITCH
 from .updown import UpDown
 
-#: (leaf, destination, index) cells up to which the program is built, and its time limit
-CELLS, SECONDS = 150_000, 5.0
+#: (leaf, destination, index) cells up to which the program is built
+CELLS = 150_000
+#: The programs' limits.  The answer must not depend on how busy the machine is (a table that
+#: differs between two runs of the same model is drift to the next plan), so the limit that
+#: ends a search is counted in branch-and-bound nodes; the wall-clock one is only a safety
+#: valve, ten times what the largest program took on a quiet machine (odd-11x7: 3.0 s at the
+#: root node, 37,772 columns).
+LIMITS = {"node_limit": 32, "time_limit": 30.0}
 
 
 def settle(sn, z, lft: np.ndarray, roles: np.ndarray, solve: bool = True) -> bool:
@@ -91,7 +97,7 @@ def _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edg
     # all of a spine's links to a leaf as one; `_spine_links` then splits each spine's links
     delivered = np.where(np.isin(sn.lid_switch[d], leaves), edge_of[np.maximum(sn.lid_switch[d], 0)], home)
     for exact in (True, False) if z.links > 1 else (True,):
-        got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, False, exact)
+        got = _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, False, exact, delivered)
         if got is None:
             continue
         # what reaches each spine changed: its parallel links to each leaf are chosen again
@@ -196,7 +202,7 @@ def _into(sn, z, lft, k, d, idx, home, w, pbound, exact: bool) -> tuple[np.ndarr
 
 
 def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spine: bool,
-             exact: bool = True) -> np.ndarray | None:
+             exact: bool = True, delivered: np.ndarray | None = None) -> np.ndarray | None:
     """The program of the module doc; with `same_spine`, each leaf keeps the spine it sends each
     destination to and only picks among its parallel links to it: what reaches each spine, and
     so every link into every leaf, stays as it is (no path rows needed)."""
@@ -210,15 +216,45 @@ def _program(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, same_spi
         sel, inv, cap = _into(sn, z, lft, k[p], d[p], i, home[p], w, pbound, exact)
         return sel, inv, cap, w[k[p[sel]]]
 
-    return _solve(k, cur, r, z.U, bound_r, bound, allowed, None if same_spine else into)
+    def dests(p, i):
+        return _dests(sn, z, lft, k[p], d[p], i, delivered[p], exact)
+
+    is_ca = sn.lid_switch[d] < 0  # every channel adapter together, as `loads.CA`
+    bound_ca = -(-np.bincount(k[is_ca], minlength=len(bound)) // z.U)
+    links = None if same_spine else into
+    # first every bound, then those a check fails first (paths, roles) where that is infeasible
+    got = _solve(k, cur, r, z.U, bound_r, bound, allowed, links,
+                 None if same_spine or delivered is None else dests, (is_ca, bound_ca))
+    return got if got is not None else _solve(k, cur, r, z.U, bound_r, bound, allowed, links)
 
 
-def _solve(sender, cur, r, n_up, bound_r, bound, allowed, into) -> np.ndarray | None:
+def _dests(sn, z, lft, k, d, idx, delivered, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Which link into a leaf each choice puts destination d on, for the links' destination
+    bound (`checks.subtrees`: ceil(the leaf's destinations — its CAs and its own LID — / its
+    up-links) per link; a spine's parallel links as one with `exact` False): (the choices
+    that reach one, a link number for each, each link's bound, each choice's destination)."""
+    sel = np.flatnonzero((delivered >= 0) & (k != delivered))
+    e = delivered[sel]
+    spine = _spine_at(z, e, idx[sel])
+    port = lft[spine, d[sel]].astype(np.int64) if exact or z.links == 1 else np.zeros(len(sel), np.int64)
+    link, inv = np.unique((e * sn.n + spine) * 256 + port, return_inverse=True)
+    mine = delivered >= 0
+    at = np.bincount(np.unique(np.c_[delivered[mine], d[mine]], axis=0)[:, 0], minlength=len(z.leaves))  # [leaf] destinations
+    per_link = -(-at // z.U) * (1 if exact else z.links)
+    cap = np.zeros(len(link), np.int64)
+    cap[inv] = per_link[e]
+    return sel, inv, cap, d[sel]
+
+
+def _solve(sender, cur, r, n_up, bound_r, bound, allowed, into, dests=None, ca=None) -> np.ndarray | None:
     """x[pair, index]: each pair (a sender and a destination it sends up) on one allowed index;
     each sender's loads per index within `bound_r` [sender, role] and `bound` [sender]; with
     `into(p, i)` → (cells, link of each, each link's bound, each cell's weight) the weighted
-    load of every link within its bound; keeping as many current indices as it can.  The
-    chosen index per pair, or None (infeasible, or not solved in SECONDS)."""
+    load of every link within its bound; with `dests(p, i)` → (cells, link of each, each link's
+    bound, each cell's destination) the destinations using every link within its bound (a
+    variable per link and destination, at least each of its cells); keeping as many current
+    indices as it can.  The chosen index per pair, or None (infeasible, or not solved within
+    LIMITS)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
@@ -241,6 +277,15 @@ def _solve(sender, cur, r, n_up, bound_r, bound, allowed, into) -> np.ndarray | 
     base += senders * n_up
     cols += [np.arange(cells)] * 2
     vals += [np.ones(cells)] * 2
+    if ca is not None:  # (whether each pair's destination is a CA, [sender] bound over CAs)
+        is_ca, bound_ca = ca
+        c = np.flatnonzero(is_ca[p])
+        rows.append(base + sender[p[c]] * n_up + i[c])
+        cols.append(c)
+        vals.append(np.ones(len(c)))
+        lo.append(np.full(senders * n_up, -np.inf))
+        hi.append(np.repeat(bound_ca, n_up).astype(float))
+        base += senders * n_up
     if into is not None:
         sel, inv, cap, weight = into(p, i)
         rows.append(base + inv)
@@ -248,14 +293,33 @@ def _solve(sender, cur, r, n_up, bound_r, bound, allowed, into) -> np.ndarray | 
         vals.append(weight.astype(float))
         lo.append(np.full(len(cap), -np.inf))
         hi.append(cap.astype(float))
+        base += len(cap)
+    used = 0
+    if dests is not None:
+        sel, inv, cap, dest = dests(p, i)
+        pair, u = np.unique(inv.astype(np.int64) * (int(dest.max(initial=0)) + 1) + dest, return_inverse=True)
+        used = len(pair)  # columns cells.. : link `inv` carries destination `dest`
+        rows += [base + np.arange(len(sel))] * 2  # a cell on a link: that link carries its destination
+        cols += [sel, cells + u]
+        vals += [np.ones(len(sel)), -np.ones(len(sel))]
+        lo.append(np.full(len(sel), -np.inf))
+        hi.append(np.zeros(len(sel)))
+        base += len(sel)
+        of_link = pair // (int(dest.max(initial=0)) + 1)
+        rows.append(base + of_link)
+        cols.append(cells + np.arange(used))
+        vals.append(np.ones(used))
+        lo.append(np.full(len(cap), -np.inf))
+        hi.append(cap.astype(float))
     a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                   shape=(int(sum(len(x) for x in lo)), cells)).tocsr()
-    res = milp(-(i == cur[p]).astype(float), constraints=LinearConstraint(a, np.concatenate(lo), np.concatenate(hi)),
-               integrality=np.ones(cells), bounds=Bounds(0, 1), options={"time_limit": SECONDS})
+                   shape=(int(sum(len(x) for x in lo)), cells + used)).tocsr()
+    res = milp(np.r_[-(i == cur[p]).astype(float), np.zeros(used)],
+               constraints=LinearConstraint(a, np.concatenate(lo), np.concatenate(hi)),
+               integrality=np.r_[np.ones(cells), np.zeros(used)], bounds=Bounds(0, 1), options=dict(LIMITS))
     if res.status != 0 or res.x is None:
         return None
     chosen = np.full(pairs, -1, np.int64)
-    on = res.x > 0.5
+    on = res.x[:cells] > 0.5
     chosen[p[on]] = i[on]
     return chosen if (chosen >= 0).all() else None
 
@@ -303,7 +367,7 @@ def _spine_links(sn, z, lft, k, d, idx, delivered, is_ca, w, r, pbound) -> dict 
             add(x[:, q].tolist(), weight[mine].tolist(), -np.inf, float(pbound[e]))
         a = coo_matrix((a_vals, (a_rows, a_cols)), shape=(len(lo), n * m)).tocsr()
         res = milp(-cur.ravel().astype(float), constraints=LinearConstraint(a, lo, hi), integrality=np.ones(n * m),
-                   bounds=Bounds(0, 1), options={"time_limit": SECONDS})
+                   bounds=Bounds(0, 1), options=dict(LIMITS))
         if res.status != 0 or res.x is None:
             return None
         pick = res.x.reshape(n, m).argmax(axis=1)
