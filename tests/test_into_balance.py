@@ -36,9 +36,8 @@ TABLE = re.compile(r"of switch Lid \d+ guid \S+ \('([^']+)'\):")
 ENTRY = re.compile(r"^0x([0-9a-f]+) (\d+) # (Channel Adapter|Switch) portguid \S+: '([^']+)'")
 
 
-def independent_counts(dump: str, net: str) -> dict[str, tuple[int, int]]:
-    """{level: (max CA-to-CA paths, max destinations)} over spine→leaf and core→spine links,
-    walking every CA's packets to every LID hop by hop through the dumped tables."""
+def read_net(net: str) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
+    """({(switch, port): the node cabled to it}, {CA: its switch}) from an ibsim net file."""
     peer, ca_switch, node, kind = {}, {}, None, None
     for line in net.splitlines():
         if m := SWITCH.match(line):
@@ -50,6 +49,13 @@ def independent_counts(dump: str, net: str) -> dict[str, tuple[int, int]]:
                 peer[node, int(m[1])] = m[2]
             else:
                 ca_switch[node] = m[2]
+    return peer, ca_switch
+
+
+def independent_counts(dump: str, net: str) -> dict[str, tuple[int, int]]:
+    """{level: (max CA-to-CA paths, max destinations)} over spine→leaf and core→spine links,
+    walking every CA's packets to every LID hop by hop through the dumped tables."""
+    peer, ca_switch = read_net(net)
     lft, lid_of_ca, switch_lids, table = defaultdict(dict), {}, set(), None
     for line in dump.splitlines():
         if m := TABLE.search(line):
@@ -267,17 +273,7 @@ def test_a_dead_spines_destinations_spread_over_the_links_into_their_leaf(missin
 def leaf_up_ca_loads(dump: str, net: str) -> dict[str, tuple[int, int]]:
     """{leaf: (max CA destinations on one of its up-ports, ceil(the CA destinations it sends up /
     its up-ports))}, counted from the dump and the net alone."""
-    peer, ca_switch, node, kind = {}, {}, None, None
-    for line in net.splitlines():
-        if m := SWITCH.match(line):
-            node, kind = m[1], "switch"
-        elif m := HCA.match(line):
-            node, kind = m[1], "hca"
-        elif (m := LINK.match(line)) and node:
-            if kind == "switch":
-                peer[node, int(m[1])] = m[2]
-            else:
-                ca_switch[node] = m[2]
+    peer, ca_switch = read_net(net)
     sent, table = defaultdict(lambda: defaultdict(int)), None
     for line in dump.splitlines():
         if m := TABLE.search(line):
