@@ -80,7 +80,10 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
                 as_carried[:, lids[moved]] = lft[:, lids[moved]]
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
         intos: dict[int, IntoPaths] = {}
-        two_layers = {z: int(ud.layer[ud.zone == z].max()) <= 1 for z in np.unique(ud.zone)}
+        # zones `even_cas` judges: two layers (IntoPaths sees spine->leaf links only) and no
+        # inter-zone links (another zone's traffic weighs a border leaf more than its CAs)
+        judged = {z: int(ud.layer[ud.zone == z].max()) <= 1 and not ud.cross_port[ud.zone == z].any()
+                  for z in np.unique(ud.zone)}
 
         def even_out(part: np.ndarray, lay=lay, direction=direction, used=used, full=full) -> None:
             for x in part:
@@ -94,9 +97,8 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
                 for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
                     if group.direction == direction:
                         rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
-                        # not in a repair (minimal churn: CAs at their bound before a failure stay);
-                        # IntoPaths sees spine->leaf links only
-                        if down is not None and settled is None and two_layers[z]:
+                        # not in a repair (minimal churn: CAs at their bound before a failure stay)
+                        if down is not None and settled is None and judged[z]:
                             into = intos[z] if z in intos else intos.setdefault(z, _into_paths(ud, lft, z))
                             even_cas(lft, group, prio, into, sn.peer_dev[x, group.ports])
 
