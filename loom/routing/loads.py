@@ -103,11 +103,32 @@ def min_max_load(patterns: np.ndarray, counts: np.ndarray, others: np.ndarray | 
     k per port (0 when there are none); with `others` (more items per pattern) and `total`, at
     the same time as those with at most `total` items per port in all."""
     lo = counting_bound(patterns, counts)
-    if others is None and (np.count_nonzero(counts) <= 1 or patterns[counts > 0][:, patterns[counts > 0].any(axis=0)].all()):
+    if others is None and np.count_nonzero(counts) <= 1:
         return lo
     if others is None:
         others, total = np.zeros_like(counts), int(counts.sum())
-    hi = int(counts.sum())
+    # every item, counted or not, may use the same ports: the counted ones go round first and
+    # the others fill the least-loaded ports, within `total` whenever any placement is
+    live = patterns[counts + others > 0]
+    usable = live.any(axis=0)
+    if live[:, usable].all() and total * int(usable.sum()) >= int((counts + others).sum()):
+        return lo
+    key = (patterns.tobytes(), patterns.shape, counts.tobytes(), others.tobytes(), total)
+    if key not in _BOUNDS:  # a zone's leaves share their port sets and counts: one search for all
+        if len(_BOUNDS) >= 4096:
+            _BOUNDS.clear()
+        _BOUNDS[key] = _search(patterns, counts, others, lo, total)
+    return _BOUNDS[key]
+
+
+#: min_max_load's searches, by their inputs
+_BOUNDS: dict[tuple, int] = {}
+
+
+def _search(patterns: np.ndarray, counts: np.ndarray, others: np.ndarray, lo: int, total: int) -> int:
+    """The least k ≥ lo for which `_assignable` holds (binary search; no port holds more than
+    `total` counted items)."""
+    hi = max(lo, min(int(counts.sum()), total))
     while lo < hi:
         k = (lo + hi) // 2
         if _assignable(patterns, counts, others, k, total):
