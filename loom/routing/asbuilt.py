@@ -155,12 +155,10 @@ def _into_paths(ud: UpDown, lft: np.ndarray, zone: int) -> IntoPaths:
     sn = ud.sn
     weight = np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n)
     r, _, p = ud.links
-    links = np.zeros((sn.n, sn.n), np.int64)
-    np.add.at(links, (r, p), 1)
     mine = (ud.zone == zone) & ud.live
     ups = np.bincount(r[(ud.layer[p] > ud.layer[r]) & (ud.zone[p] == ud.zone[r])], minlength=sn.n)
     outside = int(weight[mine].sum()) - weight
-    return IntoPaths(sn, lft, weight, np.flatnonzero(mine & (ud.layer == 0) & (weight > 0)), links, np.maximum(ups, 1), outside)
+    return IntoPaths(sn, lft, weight, np.flatnonzero(mine & (ud.layer == 0) & (weight > 0)), ud.link_count, np.maximum(ups, 1), outside)
 
 
 def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.ndarray, lids: np.ndarray) -> DownLoads:

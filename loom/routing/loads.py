@@ -308,16 +308,14 @@ def even_cas(lft: np.ndarray, group: PortGroup, priority: np.ndarray, into: Into
     fewer ports keeps the total within bound and still puts a leaf's CAs' paths over theirs."""
     if len(group.ports) == 1 or not group.ca.any() or group.ca.all() or not group.legal():
         return
-    if not (group.ports[np.maximum(group.chosen, 0)] == lft[group.switch, group.lids])[group.chosen >= 0].all() \
-            or (group.chosen < 0).any():
+    if (group.ports[group.chosen] != lft[group.switch, group.lids]).any():
         return  # the group's view is not the table's (a repair that left it): nothing to start from
-    cap = group.bound(CA)
-    load_ca = group.loads(CA)
-    if load_ca.max() <= cap or group.loads().max() > group.bound():
+    cap, load_ca = group.bound(CA), group.loads(CA)
+    bound, load = group.bound(), group.loads()
+    if load_ca.max() <= cap or load.max() > bound:
         return  # at its bound already, or a group the repair left over it (a later pass's)
     roles, chosen = group.roles, group.chosen.copy()
-    bound, cap_r = group.bound(), {r: group.bound(r) for r in group.role_codes()}
-    load = group.loads()
+    cap_r = {r: group.bound(r) for r in group.role_codes()}
     load_r = {r: group.loads(r) for r in cap_r}
     order = np.lexsort((-group.lids, priority[group.lids]))  # who moves first: low priority, newest
     for i in order[group.ca[order]]:

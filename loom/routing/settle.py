@@ -173,6 +173,18 @@ def _spine_at(z, e: np.ndarray, i: np.ndarray) -> np.ndarray:
     return z.spines[z.leaf_pod(e) * z.S + i % z.S]
 
 
+def _leaf_link(sn, z, lft, k, d, idx, at, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The choices (leaf k sends d up index idx) whose destination is delivered at another leaf
+    `at`, that leaf, and a number for the link each enters it by: the spine at the leaf's pod
+    and the index's position, and the port that spine takes down (with `exact` False and
+    parallel links, all of the spine's links to the leaf as one)."""
+    sel = np.flatnonzero((at >= 0) & (k != at))
+    e = at[sel]
+    spine = _spine_at(z, e, idx[sel])
+    port = lft[spine, d[sel]].astype(np.int64) if exact or z.links == 1 else np.zeros(len(sel), np.int64)
+    return sel, e, (e * sn.n + spine) * 256 + port
+
+
 def _into(sn, z, lft, k, d, idx, home, w, pbound, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which link into a subtree each choice (leaf k sends d up index idx) puts d's paths on:
     (the choices that reach one, a link number for each, each link's paths bound).  Into a leaf:
@@ -181,11 +193,8 @@ def _into(sn, z, lft, k, d, idx, home, w, pbound, exact: bool) -> tuple[np.ndarr
     Into a pod (three layers, from another pod): the core the sender's spine takes d up to, and
     the port that core takes down."""
     leaf_bound, pod_bound = pbound
-    sel = np.flatnonzero((home >= 0) & (k != home))
-    e = home[sel]
-    spine = _spine_at(z, e, idx[sel])
-    port = lft[spine, d[sel]].astype(np.int64) if exact or z.links == 1 else np.zeros(len(sel), np.int64)
-    keys, caps = [(e * sn.n + spine) * 256 + port], [leaf_bound[e] * (1 if exact else z.links)]
+    sel, e, key = _leaf_link(sn, z, lft, k, d, idx, home, exact)
+    keys, caps = [key], [leaf_bound[e] * (1 if exact else z.links)]
     picks = [sel]
     if pod_bound is not None:
         pod = z.leaf_pod(home)
@@ -233,11 +242,8 @@ def _dests(sn, z, lft, k, d, idx, delivered, exact: bool) -> tuple[np.ndarray, n
     bound (`checks.subtrees`: ceil(the leaf's destinations — its CAs and its own LID — / its
     up-links) per link; a spine's parallel links as one with `exact` False): (the choices
     that reach one, a link number for each, each link's bound, each choice's destination)."""
-    sel = np.flatnonzero((delivered >= 0) & (k != delivered))
-    e = delivered[sel]
-    spine = _spine_at(z, e, idx[sel])
-    port = lft[spine, d[sel]].astype(np.int64) if exact or z.links == 1 else np.zeros(len(sel), np.int64)
-    link, inv = np.unique((e * sn.n + spine) * 256 + port, return_inverse=True)
+    sel, e, key = _leaf_link(sn, z, lft, k, d, idx, delivered, exact)
+    link, inv = np.unique(key, return_inverse=True)
     mine = delivered >= 0
     at = np.bincount(np.unique(np.c_[delivered[mine], d[mine]], axis=0)[:, 0], minlength=len(z.leaves))  # [leaf] destinations
     per_link = -(-at // z.U) * (1 if exact else z.links)
@@ -297,7 +303,8 @@ def _solve(sender, cur, r, n_up, bound_r, bound, allowed, into, dests=None, ca=N
     used = 0
     if dests is not None:
         sel, inv, cap, dest = dests(p, i)
-        pair, u = np.unique(inv.astype(np.int64) * (int(dest.max(initial=0)) + 1) + dest, return_inverse=True)
+        span = int(dest.max(initial=0)) + 1
+        pair, u = np.unique(inv.astype(np.int64) * span + dest, return_inverse=True)
         used = len(pair)  # columns cells.. : link `inv` carries destination `dest`
         rows += [base + np.arange(len(sel))] * 2  # a cell on a link: that link carries its destination
         cols += [sel, cells + u]
@@ -305,7 +312,7 @@ def _solve(sender, cur, r, n_up, bound_r, bound, allowed, into, dests=None, ca=N
         lo.append(np.full(len(sel), -np.inf))
         hi.append(np.zeros(len(sel)))
         base += len(sel)
-        of_link = pair // (int(dest.max(initial=0)) + 1)
+        of_link = pair // span
         rows.append(base + of_link)
         cols.append(cells + np.arange(used))
         vals.append(np.ones(used))

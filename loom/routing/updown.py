@@ -108,15 +108,20 @@ class UpDown:
         return reach
 
     @cached_property
+    def link_count(self) -> np.ndarray:
+        """[X, Y] cabled links between two switches (int16, as `hops`: 25 MB at the LID limit)."""
+        n = self.sn.n
+        r, _, p = self.links
+        return np.bincount(r * n + p, minlength=n * n).reshape(n, n).astype(np.int16)
+
+    @cached_property
     def single_down(self) -> np.ndarray:
         """[X] every destination X sends down has exactly one legal port: each child below X is
         cabled to it once and no two children reach a switch downward (a three-layer tree's cores
         and spines with one link per child).  Their down groups are single ports, at their bound
         by definition, so the engine's balance pass leaves them alone."""
-        n = self.sn.n
-        r, _, p = self.links
-        m = (self.zone[r] == self.zone[p]) & (self.layer[p] < self.layer[r])
-        links = np.bincount(r[m] * n + p[m], minlength=n * n).reshape(n, n)  # [X, child] links between them
+        child = (self.zone[:, None] == self.zone[None, :]) & (self.layer[None, :] < self.layer[:, None])
+        links = np.where(child, self.link_count, 0)  # [X, child] links between them
         below = csr_matrix((links > 0).astype(np.int32)) @ self.down.astype(np.int32)  # [X, t] children reaching t
         return (links <= 1).all(axis=1) & (below <= 1).all(axis=1)
 
