@@ -80,10 +80,11 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
                 as_carried[:, lids[moved]] = lft[:, lids[moved]]
         downs: dict[int, DownLoads] = {}  # per zone, shared by its leaves: each sees the others' moves
         intos: dict[int, IntoPaths] = {}
-        # zones `even_cas` judges: two layers (IntoPaths sees spine->leaf links only) and no
-        # inter-zone links (another zone's traffic weighs a border leaf more than its CAs)
-        judged = {z: int(ud.layer[ud.zone == z].max()) <= 1 and not ud.cross_port[ud.zone == z].any()
-                  for z in np.unique(ud.zone)}
+        # zones `even_cas` judges: two layers (IntoPaths sees spine->leaf links only).  With
+        # inter-zone links, a border leaf's links also carry another zone's traffic, which
+        # IntoPaths does not weigh: there it only keeps CAs off crowded links (tiny: the most
+        # paths on a spine->leaf link 55 -> 50, OpenSM dfsssp's figure)
+        judged = {z: int(ud.layer[ud.zone == z].max()) <= 1 for z in np.unique(ud.zone)}
 
         def even_out(part: np.ndarray, lay=lay, direction=direction, used=used, full=full) -> None:
             for x in part:
