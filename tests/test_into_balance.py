@@ -317,3 +317,49 @@ def test_the_tables_do_not_depend_on_how_busy_the_machine_is():
     with hogs(cpu=4, disk=False):
         busy = route(fabric)[0].lft
     assert np.array_equal(quiet, busy)
+
+
+def test_a_sparse_leafs_destination_shares_the_idle_links_into_it():
+    """partly-populated: 300 CAs on 40 leaves of 20 up-links, filled leaf by leaf.  One up-port
+    index per destination put every path to a one-CA leaf's CA on one link into it — 299, where
+    OpenSM's updn and dfsssp have 298 — while its other 19 links carried none.  Sources now swap
+    such destinations' up-ports (`routing.share`): the most paths on a link into a leaf is a
+    full leaf's 280, counted from the dump, with no more destinations per link than before (2,
+    as OpenSM's engines) and the leaves' up-ports as they were.  Routed again from these tables
+    (what a plan does), the same tables."""
+    fabric = expand(load_model("bench/models/partly-populated.yaml"))
+    t = route(fabric)[0]
+    net = ibsim_net(fabric)
+    assert independent_counts(lfts_dump(t), net)["spine_down"] == (280, 2)
+    b = check_balance(Walk(t))
+    assert b.within_bound and b.into_within_bound, b.worst
+    assert b.levels["leaf_up"]["max"] == 18 and b.levels["leaf_up"]["max_paths"] == 280
+    assert np.array_equal(route(fabric, hint=[t])[0].lft, t.lft)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(degraded_trees())
+def test_sharing_links_never_costs_another_figure(data):
+    """On random fat trees (missing links and switches, partly populated): the swaps of
+    `routing.share` lower or keep the most paths on a link into a leaf, keep the destinations
+    per link into a leaf within the level's bound (or as they were), the leaf up-ports' figures
+    and the verdicts, against the same fabric routed without them."""
+    import loom.routing.fattree as fattree
+
+    fabric = expand(Model.model_validate(data))
+    shared = route(fabric)[0]
+    keep = fattree.share_links
+    fattree.share_links = lambda *a: 0
+    try:
+        plain = route(fabric)[0]
+    finally:
+        fattree.share_links = keep
+    a, b = check_balance(Walk(shared)), check_balance(Walk(plain))
+    assert a.within_bound == b.within_bound and a.into_within_bound >= b.into_within_bound
+    for level, f in b.levels.items():
+        g = a.levels[level]
+        if "into" in f:
+            assert g["into"]["max_paths"] <= f["into"]["max_paths"], level
+            assert g["into"]["max"] <= max(f["into"]["max"], f["into"]["bound"]), level
+        else:
+            assert (g["max"], g["max_paths"]) == (f["max"], f["max_paths"]), level

@@ -52,6 +52,7 @@ from .base import NO_ROUTE, RoutingError, Tables, empty_lft
 from .cover import cover, even_out, trades
 from .degraded import avoid_missing, detour, spread_crowded
 from .settle import settle
+from .share import share_links
 from .subnet import TO_SWITCH, Subnet
 from .updown import UpDown
 from .zone import Zone
@@ -199,6 +200,8 @@ class FatTreeEngine:
             for z in zones:
                 settle(sn, z, lft, roles)
             warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
+        for z in zones:
+            share_links(sn, z, lft, roles)
         return Tables(sn, lft, self.name, tuple(warnings))
 
     def repair(self, sn: Subnet, tables: Tables) -> Tables:
