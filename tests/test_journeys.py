@@ -116,6 +116,44 @@ def test_a_spine_dead_for_a_week(fabric_up, spine):
     assert loom("status", model)[0] == 0
 
 
+@pytest.mark.parametrize("fabric_up", ["sparse"], indirect=True)
+def test_a_partly_populated_zone_grows_and_loses_a_spine(fabric_up):
+    """A zone filled leaf by leaf (`tests/models/sparse.yaml`), whose design spreads the
+    destinations of its sparse leaves over their idle links (`loom/routing/share.py`): two
+    nodes more, locked and re-cabled, planned and applied; then a spine dies and comes back.
+    After each apply the next plan says "No changes": the spread is kept from the tables in
+    force, not redone differently."""
+    model, d = fabric_up
+    code, out = loom("check", model, "--json")
+    assert code == 0, out
+    into = json.loads(out)["balance"]["levels"]["spine_down"]["into"]
+    assert into["max_paths"] == 8, into  # 11 with every destination on one link into its leaf
+    no_changes(model)
+    path = Path(model)
+    path.write_text(path.read_text().replace("count: 8, zones: [z0]", "count: 10, zones: [z0]"))
+    assert loom("lock", model)[0] == 0
+    code, out = loom("sim", "up", model)
+    assert code == 0 and "re-cabled" in out, out
+    code, out = loom("plan", model)
+    assert code == 2 and "drift" not in out, out
+    assert {a["name"] for a in last_plan(d)["changes"]["destinations_added"]} == {"c08-hca0", "c09-hca0"}
+    assert loom("apply", "--model", model)[0] == 0
+    no_changes(model)
+    assert loom("sim", "link", "down", model, "z0-spine1")[0] == 0
+    assert loom("mark", "down", model, "z0-spine1", "--reason", "fan")[0] == 0
+    code, out = loom("plan", model)
+    assert code == 2 and "minimal repair" in out, out
+    assert loom("apply", "--model", model)[0] == 0
+    assert "as it stands" in no_changes(model)
+    swept = d.sweeps()
+    assert loom("sim", "link", "up", model, "z0-spine1")[0] == 0
+    wait_for("OpenSM's sweep after the spine came back", lambda: d.sweeps() > swept)
+    assert loom("mark", "up", model, "z0-spine1")[0] == 0
+    assert loom("plan", model)[0] == 2 and loom("apply", "--model", model)[0] == 0
+    assert "as it stands" not in no_changes(model)
+    assert (d.dir / "design.lfts").read_text() == (d.dir / "last-applied.lfts").read_text()
+
+
 @pytest.mark.parametrize("fabric_up", ["ring3"], indirect=True)
 def test_an_inter_zone_cable_of_a_ring_fails(fabric_up):
     model, d = fabric_up
