@@ -345,6 +345,7 @@ def test_sharing_links_never_costs_another_figure(data):
     per link into a leaf within the level's bound (or as they were), the leaf up-ports' figures
     and the verdicts, against the same fabric routed without them."""
     import loom.routing.fattree as fattree
+    from loom.routing.zone import Zone
 
     fabric = expand(Model.model_validate(data))
     shared = route(fabric)[0]
@@ -354,6 +355,10 @@ def test_sharing_links_never_costs_another_figure(data):
         plain = route(fabric)[0]
     finally:
         fattree.share_links = keep
+    # its own result allows no further swap: what routing it again (a plan) finds
+    zones = [Zone(shared.subnet, spec) for spec in fabric.model.zones]
+    assert sum(fattree.share_links(shared.subnet, z, shared.lft.copy(), fattree.FatTreeEngine._roles(shared.subnet))
+               for z in zones) == 0
     a, b = check_balance(Walk(shared)), check_balance(Walk(plain))
     assert a.within_bound == b.within_bound and a.into_within_bound >= b.into_within_bound
     for level, f in b.levels.items():
