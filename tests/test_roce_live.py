@@ -48,6 +48,21 @@ def plan(*extra: str) -> tuple[int, str]:
     return loom("plan", LAB, *extra)
 
 
+def config(text: str) -> list[str]:
+    """A running configuration as the sorted list of its top-level blocks (a line and the
+    indented lines under it): FRR prints independent items, such as two prefix-lists, in the
+    order they were made, which a restore through `frr-reload.py` may change."""
+    blocks: list[str] = []
+    for line in text.splitlines():
+        if line.strip() in ("", "!"):
+            continue
+        if line.startswith(" ") and blocks:
+            blocks[-1] += "\n" + line
+        else:
+            blocks.append(line)
+    return sorted(blocks)
+
+
 def test_sim_up_plan_apply_plan(lab, tmp_path):
     code, out = loom("sim", "status", LAB, "--format", "json")
     status = json.loads(out)
@@ -95,7 +110,7 @@ def test_failed_reload_is_rolled_back(lab, tmp_path, monkeypatch):
     assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
     for s in ("p0-lab-spine1", "p0-lab-spine2"):
         lab.vtysh(s, "configure terminal", "interface lo", "description hand-edit")
-    before = {s: lab.running_config(s) for s in ("p0-lab-spine1", "p0-lab-spine2")}
+    before = {s: config(lab.running_config(s)) for s in ("p0-lab-spine1", "p0-lab-spine2")}
     assert plan()[0] == 2
     once = tmp_path / "fail-once"
     once.touch()
@@ -108,7 +123,7 @@ def test_failed_reload_is_rolled_back(lab, tmp_path, monkeypatch):
     assert code == 1, out
     assert "frr-reload.py failed on p0-lab-spine2" in out and "previous configurations of 2 switches restored and verified" in out
     assert not once.exists()  # the planted failure did happen
-    assert {s: lab.running_config(s) for s in before} == before
+    assert {s: config(lab.running_config(s)) for s in before} == before
     assert Journal(lab.dir).load() is None
     restore = [r for r in audit.read(lab.dir) if r["event"] == "restore"][-1]
     assert restore["ok"] and "planted" in restore["cause"]
@@ -123,7 +138,7 @@ def test_killed_apply_is_settled_by_the_next_command(lab, phase):
     configuration; killed once verified: it records the apply as done."""
     assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
     lab.vtysh("p1-lab-spine0", "configure terminal", "interface lo", "description hand-edit")
-    before = lab.running_config("p1-lab-spine0")
+    before = config(lab.running_config("p1-lab-spine0"))
     assert plan()[0] == 2
     res = subprocess.run([sys.executable, str(Path(__file__).parent / "apply_with_fault.py"), str(lab.dir / "last-plan.json"),
                           phase, "KILL"], capture_output=True, text=True, timeout=300)
@@ -134,7 +149,7 @@ def test_killed_apply_is_settled_by_the_next_command(lab, phase):
     assert Journal(lab.dir).load() is None
     if phase == "reloaded":
         assert "previous configurations of 1 switches restored and verified" in out
-        assert lab.running_config("p1-lab-spine0") == before and code == 2
+        assert config(lab.running_config("p1-lab-spine0")) == before and code == 2
         assert loom("apply", "--model", LAB)[0] == 0
     else:
         assert "recorded as applied" in out and code == 0, out
@@ -236,7 +251,7 @@ def test_sim_up_settles_an_apply_that_died_while_the_lab_went_down(lab):
     comes back under a new tag."""
     assert plan()[0] == 0 or loom("apply", "--model", LAB)[0] == 0
     lab.vtysh("p1-lab-spine0", "configure terminal", "interface lo", "description hand-edit")
-    before = lab.running_config("p1-lab-spine0")
+    before = config(lab.running_config("p1-lab-spine0"))
     assert plan()[0] == 2
     res = subprocess.run([sys.executable, str(Path(__file__).parent / "apply_with_fault.py"), str(lab.dir / "last-plan.json"),
                           "reloaded", "KILL"], capture_output=True, text=True, timeout=300)
@@ -245,5 +260,5 @@ def test_sim_up_settles_an_apply_that_died_while_the_lab_went_down(lab):
     code, out = loom("sim", "up", LAB)
     assert code == 0 and "was interrupted after phase 'reloaded'" in out and "restored and verified" in out, out
     assert Journal(lab.dir).load() is None
-    assert FrrLab.of("roce-lab").running_config("p1-lab-spine0") == before  # the state before the apply, hand edit and all
+    assert config(FrrLab.of("roce-lab").running_config("p1-lab-spine0")) == before  # the state before the apply, hand edit and all
     assert [e for e in audit.read(lab.dir) if e["event"] == "interrupted apply resolved"][-1]["ok"]

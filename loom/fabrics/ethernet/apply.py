@@ -23,7 +23,9 @@ from loom.push.errors import PlanError, TargetError
 from loom.files import write_all_atomic
 from loom.push.journal import Journal
 from loom.push.packing import pack, unpack
+from loom.render.frr_intent import fib_differences
 
+from .lab import sessions_down
 from .plan import LAST_APPLIED, Intent, check_frr_plan, frr_has_changes, observe, parallel, read_last, sha
 from .reload import delta
 from .target import FrrTarget
@@ -84,20 +86,27 @@ def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout
     lines FRR's diff still reports once the switch runs its configuration (`residual`, see
     `loom.fabrics.ethernet.plan`; kept visible in that file) — measured on the `touched` switches and
     on those without a record, so a switch edited by hand meanwhile never has its edit recorded
-    as residual.  TargetError naming the first switch that did not get there within `timeout`."""
+    as residual.  TargetError naming the first switch that did not get there within `timeout`.
+
+    The wait reads only sessions and FIBs; the configurations are read and diffed once, when
+    every switch is there: diffing each poll cost two FRR parser runs per switch, CPU that the
+    daemons (BFD's sub-second timers) need while they converge — on a shared simulation host
+    that is what made sessions flap."""
     deadline = time.monotonic() + timeout
+    names = sorted(intent.configs)
     while True:
-        seen = observe(d, intent, {})
-        behind = {n: why for n, s in seen.items() if (why := _behind(s))}
+        behind = {n: why for n, why in zip(names, parallel(lambda n: _behind(d, intent, n), names)) if why}
         if not behind or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     if behind:
-        name, why = next(iter(sorted(behind.items())))
+        name, why = next(iter(behind.items()))
+        if why.startswith("BGP sessions"):
+            why += _why_down(d, name)
         raise TargetError(f"read-back of {len(behind)} switch(es) differs from the intent after {timeout:.0f}s: "
                           f"{name}: {why}")
     previous = dict(last)
-    for n, s in seen.items():
+    for n, s in observe(d, intent, {}).items():
         if n not in touched and n in last:
             continue
         residual = s["changes"]  # what FRR still reports once the switch runs the configuration
@@ -106,13 +115,25 @@ def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout
     return previous
 
 
-def _behind(s: dict) -> str | None:
-    established, configured = s["sessions"]
+def _behind(d: FrrTarget, intent: Intent, switch: str) -> str | None:
+    """Why `switch` is not yet where the intent puts it (None once it is)."""
+    established, configured = d.sessions(switch)
     if established < configured:
         return f"BGP sessions {established}/{configured} established"
-    if s["fib"]:
-        return f"FIB: {s['fib'][0]}" + (f" (and {len(s['fib']) - 1} more)" if len(s["fib"]) > 1 else "")
+    fib = fib_differences(intent.fibs.get(switch, {}), d.fib(switch), intent.optional)
+    if fib:
+        return f"FIB: {fib[0]}" + (f" (and {len(fib) - 1} more)" if len(fib) > 1 else "")
     return None
+
+
+def _why_down(d: FrrTarget, switch: str) -> str:
+    """Which of a switch's neighbours are down and why (at most three)."""
+    try:
+        down = sessions_down(d.neighbours(switch))
+    except TargetError as exc:
+        return f" (its neighbours could not be read: {exc})"
+    more = f"; {len(down) - 3} more" if len(down) > 3 else ""
+    return f" (not established: {'; '.join(down[:3])}{more})" if down else ""
 
 
 def finish(d: FrrTarget, j: dict, journal: Journal) -> None:

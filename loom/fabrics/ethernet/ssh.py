@@ -151,6 +151,9 @@ class FrrSshTarget:
         res = self._conns[switch].run("vtysh -d bgpd -c 'show bgp summary json'", ok=(0, 1))
         return bgp_sessions(res.stdout) if res.returncode == 0 else (0, 0)  # 1: no bgpd (static routing)
 
+    def neighbours(self, switch: str) -> str:
+        return self._run(switch, "vtysh -d bgpd -c 'show bgp neighbors json'", timeout=30)
+
     def clean_leftovers(self) -> None:
         if self.dir.exists():
             remove_temps(self.dir)

@@ -58,6 +58,9 @@ class FrrTarget(Protocol):
     def sessions(self, switch: str) -> tuple[int, int]:
         """(BGP sessions established, BGP neighbours configured)."""
 
+    def neighbours(self, switch: str) -> str:
+        """`show bgp neighbors json`: read when a session will not come up, to say why."""
+
     def clean_leftovers(self) -> None:
         """Remove what killed writers left behind."""
 
@@ -112,6 +115,9 @@ class FrrSimTarget:
 
     def sessions(self, switch: str) -> tuple[int, int]:
         return self.lab.sessions(switch)
+
+    def neighbours(self, switch: str) -> str:
+        return self.lab.neighbours(switch)
 
     def clean_leftovers(self) -> None:
         if self.dir.exists():
