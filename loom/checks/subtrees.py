@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loom.routing.loads import counting_bound, distinct_rows, min_max_load
+from loom.routing.loads import counting_bound, distinct_rows, into_paths_bound, min_max_load
 from loom.routing.updown import UpDown
 
 #: the level of a link by its parent's role (its child's subtree: a leaf, a pod)
@@ -132,7 +132,7 @@ def into_links(ud: UpDown, lft: np.ndarray, lids: np.ndarray, used: np.ndarray, 
         if local and ca.any():
             outside = live_cas - int(ca.sum())
             paths_bound = least(ca) * outside
-            paths_design = -(-int(ca.sum()) // _design_links(sn, key, len(rows))) * outside
+            paths_design = into_paths_bound(int(ca.sum()), _design_links(sn, key, len(rows)), live_cas)
         loads = on.sum(axis=1)
         for i in range(len(rows)):
             out.append(IntoLink(INTO_LEVELS[sn.switch(int(rows[i])).role], int(rows[i]), int(ports[i]),

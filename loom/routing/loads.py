@@ -88,6 +88,14 @@ class PortGroup:
         return bool(ok.all() and self.patterns[self.pattern, self.chosen].all())
 
 
+def into_paths_bound(cas, links, total: int):
+    """The most CA-to-CA paths on the worst of `links` links into a subtree holding `cas` of the
+    fabric's `total` channel adapters, when each destination enters over one link (the engine's
+    design: one up-port index per destination): its CAs spread evenly, ceil(cas / links) on a
+    link, each receiving from every CA outside.  Arrays broadcast (a bound per leaf or pod)."""
+    return -(-cas // links) * (total - cas)
+
+
 def counting_bound(patterns: np.ndarray, counts: np.ndarray) -> int:
     """A quick lower bound on `min_max_load`: items over usable ports, and each pattern alone."""
     keep = counts > 0

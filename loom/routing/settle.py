@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import NO_ROUTE
+from .loads import into_paths_bound
 from .subnet import TO_SWITCH
 from .updown import UpDown
 
@@ -69,10 +70,10 @@ def settle(sn, z, lft: np.ndarray, roles: np.ndarray, solve: bool = True) -> boo
     home[sn.ca_switch[d] < 0] = -1
     total_ca = int(w.sum())
     own = np.bincount(sn.ca_switch[live_ca], minlength=sn.n)[leaves]
-    pbound = -(-own // n_up) * (total_ca - own)  # [home edge]
+    pbound = into_paths_bound(own, n_up, total_ca)  # [home edge]
     if z.three:  # the links into a pod: ceil(its CAs / core links into it) × the CAs outside
         pod_ca = np.bincount(z.leaf_pod(np.arange(len(leaves))), weights=own).astype(np.int64)
-        pbound = (pbound, -(-pod_ca // (z.S * z.spec.spine_up)) * (total_ca - pod_ca))
+        pbound = (pbound, into_paths_bound(pod_ca, z.S * z.spec.spine_up, total_ca))
     else:
         pbound = (pbound, None)
     missed = _leaves(sn, z, lft, k, d, cur, r, home, w, bound_r, bound, pbound, load, edge_of, solve)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .loads import into_paths_bound
 from .subnet import TO_SWITCH
 from .updown import UpDown
 
@@ -81,6 +82,13 @@ def _round(state: "_Links", hot: np.ndarray, top: int, over: bool) -> int | None
     return len(made)
 
 
+def _sends_down(sn, spines: np.ndarray, entries: np.ndarray, leaves) -> np.ndarray:
+    """Where each spine's table `entries` (one per spine row) lead straight down to `leaves`."""
+    out = sn.out_port(entries)
+    at = spines.reshape(-1, *([1] * (out.ndim - 1)))
+    return (sn.peer_kind[at, out] == TO_SWITCH) & (sn.peer_dev[at, out] == leaves)
+
+
 class _Links:
     """Paths and destinations on each spine→leaf link of the zone, kept as swaps are made."""
 
@@ -98,24 +106,23 @@ class _Links:
         self.role = roles[self.d]
         self.w = np.bincount(self.home, minlength=n_leaf)  # a source leaf's paths to each destination
         up0 = z.down + 1
+        # spine_at[k, p]: the zone spine leaf k's port p goes up to (-1: not an up-link to one);
+        # every "which spine does this entry go up to" below reads it
+        up = sn.peer_kind[z.leaves] == TO_SWITCH
+        self.spine_at = np.where(up, spine_of[np.where(up, sn.peer_dev[z.leaves], 0)], -1)
+        self.spine_at[:, :up0] = -1
+        self.spine_at[:, up0 + z.U:] = -1
+        self.up_port = np.full((n_leaf, n_spine), -1, np.int64)  # [leaf, spine] its port to that spine
+        k, p = np.nonzero(self.spine_at >= 0)
+        self.up_port[k, self.spine_at[k, p]] = p
+        rows = np.arange(n_leaf)[:, None]
         # via[k, i]: the spine source leaf k sends destination i up to (-1: none of the zone's, or
         # k has no CAs, or i is k's own, or the spine does not send i straight down to its leaf)
-        port = lft[np.ix_(z.leaves, self.d)].astype(np.int64)
-        ok = (port >= up0) & (port < up0 + z.U)
-        peer = sn.peer_dev[z.leaves[:, None], sn.out_port(port)]
-        ok &= sn.peer_kind[z.leaves[:, None], sn.out_port(port)] == TO_SWITCH
-        self.via = np.where(ok, spine_of[np.where(ok, peer, 0)], -1)
-        self.via[(self.w == 0)[:, None] | (self.home[None, :] == np.arange(n_leaf)[:, None])] = -1
+        self.via = self.spine_at[rows, sn.out_port(lft[np.ix_(z.leaves, self.d)])]
+        self.via[(self.w == 0)[:, None] | (self.home[None, :] == rows)] = -1
         # deliver[j, i]: spine j sends destination i straight down to its leaf
-        sp = lft[np.ix_(z.spines, self.d)].astype(np.int64)
-        sp_ok = sn.peer_kind[z.spines[:, None], sn.out_port(sp)] == TO_SWITCH
-        self.deliver = sp_ok & (sn.peer_dev[z.spines[:, None], sn.out_port(sp)] == z.leaves[self.home][None, :])
+        self.deliver = _sends_down(sn, z.spines, lft[np.ix_(z.spines, self.d)], z.leaves[self.home][None, :])
         self.via[(self.via >= 0) & ~self.deliver[np.maximum(self.via, 0), np.arange(len(self.d))[None, :]]] = -1
-        self.up_port = np.full((n_leaf, n_spine), -1, np.int64)  # [leaf, spine] its port to that spine
-        for k, row in enumerate(z.leaves):
-            for p in range(up0, up0 + z.U):
-                if sn.peer_kind[row, p] == TO_SWITCH and spine_of[sn.peer_dev[row, p]] >= 0:
-                    self.up_port[k, spine_of[sn.peer_dev[row, p]]] = p
         self.count = np.zeros((n_spine, len(self.d)), np.int64)  # [spine, destination] sources using it
         k, i = np.nonzero(self.via >= 0)
         np.add.at(self.count, (self.via[k, i], i), 1)
@@ -132,28 +139,21 @@ class _Links:
             lid = np.flatnonzero(sn.lid_switch == row)
             if not len(lid):
                 continue
-            rows = z.leaves[senders[senders != e]]
-            to = sn.out_port(lft[rows, lid[0]])  # "no route": port 0, not cabled
-            sent_up = (to >= up0) & (to < up0 + z.U) & (sn.peer_kind[rows, to] == TO_SWITCH)
-            for j in np.unique(spine_of[sn.peer_dev[rows, to][sent_up]]):
-                down = int(lft[z.spines[j], lid[0]]) if j >= 0 else 0
-                if j >= 0 and down <= sn.max_port and sn.peer_kind[z.spines[j], down] == TO_SWITCH \
-                        and sn.peer_dev[z.spines[j], down] == row:
-                    self.dests[j, e] += 1
+            ks = senders[senders != e]
+            js = np.unique(self.spine_at[ks, sn.out_port(lft[z.leaves[ks], lid[0]])])
+            js = js[js >= 0]
+            self.dests[js, e] += _sends_down(sn, z.spines[js], lft[z.spines[js], lid[0]], row)
         # [leaf, spine, role] destinations each source sends up to each spine, every LID counted,
         # and each source's most per role: a swap of two roles never raises it
         self.role_load = np.zeros((n_leaf, n_spine, int(roles.max(initial=0)) + 1), np.int64)
         lids = np.flatnonzero(ud.live_lids)
-        for k in np.flatnonzero(self.w > 0):
-            to = lft[z.leaves[k], lids].astype(np.int64)
-            j = np.full(len(lids), -1, np.int64)
-            for spine in np.flatnonzero(self.up_port[k] >= 0):
-                j[to == self.up_port[k, spine]] = spine
+        for k in senders:
+            j = self.spine_at[k, sn.out_port(lft[z.leaves[k], lids])]
             np.add.at(self.role_load[k], (j[j >= 0], roles[lids[j >= 0]]), 1)
         self.role_cap = self.role_load.max(axis=1)  # [leaf, role]
         n_links = np.maximum(links.sum(axis=0), 1)
         cas, total = self.w, int(self.w.sum())
-        self.paths_bound = -(-cas // n_links) * (total - cas)  # [leaf], as `checks.subtrees` on an intact leaf
+        self.paths_bound = into_paths_bound(cas, n_links, total)  # [leaf], as `checks.subtrees` on an intact leaf
         # destinations per link: the zone's worst leaf bound (a leaf's CAs and its own LID over
         # its links), the figure `loom check` reports for the level.  Not each leaf's own: a
         # leaf's LID, sent up by each source on its own choice, enters over every link, so a
