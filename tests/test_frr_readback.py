@@ -9,7 +9,7 @@ import json
 import pytest
 
 from loom.fabrics.ethernet.apply import verify
-from loom.fabrics.ethernet.lab import sessions_down
+from loom.fabrics.ethernet.answers import sessions_down
 from loom.fabrics.ethernet.plan import Intent
 from loom.push.errors import TargetError
 
@@ -54,13 +54,18 @@ def test_sessions_down_names_each_neighbour_with_its_state_and_reason():
         "10.0.0.2 (spine1 Ethernet40) Active, last reset: BGP Notification send / Cease/BFD Down, BFD Down",
         "10.0.0.4 Connect"]
     assert sessions_down("{}") == []
-    assert sessions_down("% bgpd is not running")[0].startswith("`show bgp neighbors json` printed no JSON")
+    with pytest.raises(TargetError, match=r"leaf0: `show bgp neighbors json` printed no JSON"):
+        sessions_down("% bgpd is not running", "leaf0")
+    with pytest.raises(TargetError, match=r"printed JSON of another shape \(at 10.0.0.2.bgpState"):
+        sessions_down(json.dumps({"10.0.0.2": {"bgpState": 7}}), "leaf0")
 
 
 @pytest.mark.parametrize("answer, expected", [
     (json.dumps(NEIGHBOURS), "leaf0: BGP sessions 1/3 established (not established: 10.0.0.2 (spine1 Ethernet40) Active, "
                              "last reset: BGP Notification send / Cease/BFD Down, BFD Down; 10.0.0.4 Connect)"),
     ("unreachable", "leaf0: BGP sessions 1/3 established (its neighbours could not be read: leaf0: `vtysh` gave no answer"),
+    ("[]", "leaf0: BGP sessions 1/3 established (its neighbours could not be read: leaf0: `show bgp neighbors json` printed "
+           "JSON of another shape"),
 ])
 def test_a_read_back_short_of_a_session_says_which_and_why(answer, expected):
     intent = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set())

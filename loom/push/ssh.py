@@ -73,8 +73,10 @@ class Connection:
         command's whole message, and the ssh command that reproduces it."""
         given, what = what, what or _short(script)
         try:
+            # errors="replace": a host's output is not ours to trust, and bytes that are not UTF-8
+            # (a description typed in latin-1, a binary) must reach the reader, not raise here
             res = subprocess.run([*self.base, "--", self.host.destination, script], input=stdin, capture_output=True,
-                                 text=True, timeout=timeout)
+                                 text=True, errors="replace", timeout=timeout)
         except subprocess.TimeoutExpired:
             raise SshError(f"{self.host.name}: `{what}` gave no answer within {timeout:.0f}s; to try the connection: "
                            f"`{self.reproduce()}`") from None

@@ -1,6 +1,7 @@
 """Fuzz cases for every input Loom reads besides the model: saved plans, apply journals, lock
 files, LFT dumps, `ibnetdiscover` topologies, Slurm hostlists, SSH inventories and NetBox's HTTP
-answers, and damaged entries of the expansion cache.
+answers, damaged entries of the expansion cache, and what a switch prints for the Ethernet
+target's reads (BGP summaries and neighbours, `ip -j route` and `ip -j link`).
 
 Each surface starts from a valid seed (tiny's, in `seeds/` or `topology/`), mutates it — JSON
 values replaced by hostile ones and the file re-signed half the time (so the checks behind the
@@ -303,8 +304,26 @@ def _tiny_entry() -> bytes:
     return cache._MAGIC + hashlib.sha256(body).digest() + body
 
 
+SWITCH_OUTPUTS = {"bgp-summary": "frr-bgp-summary.json", "bgp-neighbors": "frr-bgp-neighbors.json",
+                  "ip-route": "frr-ip-route.json", "ip-link": "frr-ip-link.json"}
+
+
+def _switch_output(rng: random.Random, case: SurfaceCase) -> None:
+    """What a switch prints for the Ethernet target's reads (vtysh's JSON, `ip -j`; seeds from
+    the live lab, a session and a link down), damaged: the SSH target takes it from a device
+    that is not ours to trust, so a reader either makes sense of it or refuses (TargetError)."""
+    which = rng.choice(list(SWITCH_OUTPUTS))
+    text = (SEEDS / SWITCH_OUTPUTS[which]).read_text()
+    if rng.random() < 0.6:
+        data = _dump(mutate_json(rng, json.loads(text), rng.randint(1, 4), case.mutations))
+    else:
+        data = mutate_text(rng, text, rng.randint(1, 4), case.mutations)
+    case.files = {"out.json": data}
+    case.args = ["<switch_output>", which, "{dir}/out.json"]
+
+
 SURFACES = {"plan": _plan, "journal": _journal, "lock": _lock, "lfts-dump": _dump_surface, "topology": _topology, "hostlist": _hostlist,
-            "inventory": _inventory, "netbox-http": _http, "fabric-cache": _fabric_cache}
+            "inventory": _inventory, "netbox-http": _http, "fabric-cache": _fabric_cache, "switch-output": _switch_output}
 
 
 def surface_case(seed: int, index: int, surface: str | None = None) -> SurfaceCase:
@@ -335,6 +354,8 @@ def run_surface(case: SurfaceCase, workdir: Path) -> str:
     args = [a.replace("{dir}", str(d)) for a in case.args]
     if args[0] == "<sm_hosts>":
         return _run_sm_hosts(Path(args[1]), Path(args[2]))
+    if args[0] == "<switch_output>":
+        return _run_switch_output(args[1], Path(args[2]))
     server = None
     if args[-1].startswith("<server:"):
         server = _server(args.pop()[len("<server:"):-1], case)
@@ -379,6 +400,51 @@ def _run_sm_hosts(model: Path, inventory: Path) -> str:
         for v in (h.name, h.destination, h.user or "x", h.ca, *h.paths.as_dict().values()):
             if not isinstance(v, str) or v.startswith("-") or any(ord(c) < 32 for c in v):
                 raise SurfaceFailure(f"inventory value {v!r} would reach ssh")
+    return "ok"
+
+
+class _Answering:
+    """An Ethernet target whose every switch prints `text` for `ip -j link`."""
+
+    def __init__(self, fabric, text: str) -> None:
+        self.fabric, self.text = fabric, text
+
+    def switches(self) -> list[str]:
+        return [s.name for s in self.fabric.switches]
+
+    def links(self, switch: str) -> str:
+        return self.text
+
+
+@functools.cache
+def _lab_design():
+    from loom.expand import load_fabric
+
+    return load_fabric(TOPOLOGY / "roce-lab.yaml")
+
+
+def _run_switch_output(which: str, path: Path) -> str:
+    """The reader of one switch output, on the text as the ssh transport hands it over (decoded,
+    undecodable bytes replaced): "ok" with well-formed results, "refused" on TargetError."""
+    from loom.fabrics.ethernet.answers import bgp_sessions, kernel_routes, sessions_down
+    from loom.fabrics.ethernet.plan import cables_down
+    from loom.push.errors import TargetError
+
+    text = path.read_bytes().decode("utf-8", "replace")
+    try:
+        if which == "bgp-summary":
+            established, configured = bgp_sessions(text)
+            ok = isinstance(established, int) and isinstance(configured, int) and 0 <= established <= configured
+        elif which == "bgp-neighbors":
+            ok = all(isinstance(l, str) for l in sessions_down(text))
+        elif which == "ip-route":
+            ok = all(isinstance(p, str) and all(isinstance(g, str) for g in gws) for p, gws in kernel_routes(text).items())
+        else:
+            ok = all(isinstance(c, str) for c in cables_down(_Answering(_lab_design(), text), _lab_design()))
+    except TargetError:
+        return "refused"
+    if not ok:
+        raise SurfaceFailure(f"{which}: a reader returned something that is not what it promises")
     return "ok"
 
 

@@ -25,7 +25,7 @@ from loom.push.journal import Journal
 from loom.push.packing import pack, unpack
 from loom.render.frr_intent import fib_differences
 
-from .lab import sessions_down
+from .answers import sessions_down
 from .plan import LAST_APPLIED, Intent, check_frr_plan, frr_has_changes, observe, parallel, read_last, sha
 from .reload import delta
 from .target import FrrTarget
@@ -129,7 +129,7 @@ def _behind(d: FrrTarget, intent: Intent, switch: str) -> str | None:
 def _why_down(d: FrrTarget, switch: str) -> str:
     """Which of a switch's neighbours are down and why (at most three)."""
     try:
-        down = sessions_down(d.neighbours(switch))
+        down = sessions_down(d.neighbours(switch), switch)
     except TargetError as exc:
         return f" (its neighbours could not be read: {exc})"
     more = f"; {len(down) - 3} more" if len(down) > 3 else ""

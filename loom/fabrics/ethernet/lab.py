@@ -35,6 +35,7 @@ from loom.render.frr_intent import interface_names
 from loom.render.roce import host_config, host_ifname
 
 from loom.push.errors import TargetError
+from .answers import bgp_sessions, kernel_routes
 from loom.files import write_atomic
 from loom.push.links import LINKS_DOWN
 from loom.push.procs import ProcessRef
@@ -57,7 +58,7 @@ class LabError(TargetError):
 
 def sh(*args: str, check: bool = True, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     try:
-        res = subprocess.run(args, capture_output=True, text=True, timeout=timeout, input=stdin)
+        res = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=timeout, input=stdin)
     except subprocess.TimeoutExpired:
         raise LabError(f"{' '.join(args[:4])} did not finish within {timeout:.0f}s") from None
     if check and res.returncode != 0:
@@ -327,7 +328,7 @@ class FrrLab:
         """(BGP sessions established, BGP neighbours configured); (0, 0) without bgpd."""
         if "bgpd" not in " ".join(self.state.get("daemons", {}).get(device, [])):
             return 0, 0
-        return bgp_sessions(self.vtysh(device, "show bgp summary json", daemon="bgpd"))
+        return bgp_sessions(self.vtysh(device, "show bgp summary json", daemon="bgpd"), device)
 
     def neighbours(self, device: str) -> str:
         """`show bgp neighbors json` (read when a session will not come up, to say why)."""
@@ -339,7 +340,7 @@ class FrrLab:
 
     def fib(self, device: str) -> dict[str, set[str]]:
         """Kernel routes of a namespace: prefix → set of next-hop gateways (connected routes left out)."""
-        return kernel_routes(sh("ip", "-n", self.netns(device), "-j", "route").stdout)
+        return kernel_routes(sh("ip", "-n", self.netns(device), "-j", "route").stdout, device)
 
     def ping(self, src_node: str, src_addr: str, dst_addr: str) -> bool:
         res = sh("ip", "netns", "exec", self.netns(src_node), "ping", "-c", "1", "-W", "1", "-I", src_addr, dst_addr, check=False)
@@ -359,49 +360,6 @@ class FrrLab:
         word = "up" if up else "down"
         for ns, ifnames in by_ns.items():
             sh("ip", "-n", ns, "-batch", "-", stdin="".join(f"link set {i} {word}\n" for i in ifnames))
-
-
-def bgp_sessions(summary_json: str) -> tuple[int, int]:
-    """(established, configured) from `show bgp summary json`."""
-    try:
-        data = json.loads(summary_json or "{}")
-    except json.JSONDecodeError:
-        raise TargetError(f"`show bgp summary json` printed no JSON: {summary_json[:100]!r}") from None
-    peers = data.get("ipv4Unicast", {}).get("peers", {})
-    return sum(1 for p in peers.values() if p.get("state") == "Established"), len(peers)
-
-
-def sessions_down(neighbors_json: str) -> list[str]:
-    """The BGP neighbours not established, from `show bgp neighbors json`, each with its
-    description (the peer and the local interface), its state and why it last went down — what
-    an operator looks at first when a read-back waits for a session in vain."""
-    try:
-        data = json.loads(neighbors_json or "{}")
-    except json.JSONDecodeError:
-        return [f"`show bgp neighbors json` printed no JSON: {neighbors_json[:100]!r}"]
-    out = []
-    for addr, n in sorted(data.items()):
-        if not isinstance(n, dict) or n.get("bgpState") == "Established":
-            continue
-        desc = f" ({n['nbrDesc']})" if n.get("nbrDesc") else ""
-        why = " / ".join(w for w in (n.get("lastResetDueTo"), n.get("lastNotificationReason")) if w)
-        bfd = (n.get("peerBfdInfo") or {}).get("status")
-        out.append(f"{addr}{desc} {n.get('bgpState', '?')}" + (f", last reset: {why}" if why else "")
-                   + (f", BFD {bfd}" if bfd else ""))
-    return out
-
-
-def kernel_routes(route_json: str) -> dict[str, set[str]]:
-    """prefix → next-hop gateways from `ip -j route` (connected routes, without a gateway, left out)."""
-    out = {}
-    for r in json.loads(route_json or "[]"):
-        dst = r["dst"] if "/" in r["dst"] or r["dst"] == "default" else r["dst"] + "/32"
-        gws = {h["gateway"] for h in r.get("nexthops", []) if "gateway" in h}
-        if "gateway" in r:
-            gws.add(r["gateway"])
-        if gws:
-            out[dst] = gws
-    return out
 
 
 def _reload_errors(log: str) -> str:

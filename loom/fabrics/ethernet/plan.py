@@ -26,6 +26,7 @@ from loom.expand.asbuilt import AsBuilt, load_as_built
 from loom.render.frr_intent import Fib, desired_configs, expected_fibs, fib_differences, link_prefixes, plane_tables
 
 from . import reload as frr_reload
+from .answers import carriers
 from loom.push.errors import PlanError, TargetError
 from loom.push.planfile import as_planned, check_signed, checked_model, content_digest, plan_header
 from .target import FrrTarget
@@ -77,10 +78,7 @@ def cables_down(target: FrrTarget, design: Fabric) -> list[str]:
     by_switch = {}
     switches = sorted(target.switches())
     for sw, text in zip(switches, parallel(target.links, switches)):
-        try:
-            by_switch[sw] = {i.get("ifname"): "LOWER_UP" in i.get("flags", []) for i in json.loads(text or "[]")}
-        except (json.JSONDecodeError, AttributeError):
-            raise TargetError(f"{sw}: `ip -j link` printed no JSON: {text[:100]!r}") from None
+        by_switch[sw] = carriers(text, sw)
     c = design.cables
     down = set()
     for i in range(len(c)):
