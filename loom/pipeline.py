@@ -84,11 +84,11 @@ def _write(path: Path, text: str) -> None:
 
 
 def apply(plan_doc: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool = False,
-          from_edited: bool = False):
+          from_edited: bool = False, timeout: float | None = None):
     """push: apply a saved plan with its technology's backend — lock, check, journal, push, read
     back, restore on failure.  The one entry point of plan files (`loom apply`) and Terraform
     (`loom tf routing --apply`); the watcher applies its reroutes through the same engine
     (`loom.push.engine`) with tables instead of a plan."""
     from loom.fabrics import backend_of_plan
 
-    return backend_of_plan(plan_doc).apply(plan_doc, plan_path, progress, keep_live, from_edited)
+    return backend_of_plan(plan_doc).apply(plan_doc, plan_path, progress, keep_live, from_edited, timeout)

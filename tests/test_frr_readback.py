@@ -73,3 +73,32 @@ def test_a_read_back_short_of_a_session_says_which_and_why(answer, expected):
         verify(Stuck(answer), intent, {}, ["leaf0"], timeout=0)
     assert "read-back of 1 switch(es) differs from the intent after 0s" in str(exc.value)
     assert expected in str(exc.value)
+
+
+@pytest.mark.parametrize("technology, module, function, default", [
+    ("ethernet", "loom.fabrics.ethernet.apply", "apply_frr_plan", 120.0),
+    ("infiniband", "loom.fabrics.infiniband.apply", "apply_plan", 180.0),
+])
+def test_apply_timeout_reaches_the_technologys_apply(tmp_path, monkeypatch, technology, module, function, default):
+    """`loom apply --timeout S`: how long the push and read-back may take before the apply
+    restores (a large fabric's BGP converges slower than the lab's); each technology's default
+    without it."""
+    import importlib
+
+    from typer.testing import CliRunner
+
+    import loom.push.planfile
+    from loom.cli import app
+    from loom.push.errors import PlanError
+
+    def seen(plan, plan_path, timeout, **_):
+        raise PlanError(f"timeout {timeout}")
+
+    monkeypatch.setattr(loom.push.planfile, "read_plan", lambda path: {"technology": technology})
+    monkeypatch.setattr(importlib.import_module(module), function, seen)
+    plan = tmp_path / "plan.json"
+    for args, expected in (([], default), (["--timeout", "600"], 600.0)):
+        r = CliRunner().invoke(app, ["apply", str(plan), *args])
+        assert r.exit_code == 1 and f"timeout {expected}" in r.output, r.output
+    r = CliRunner().invoke(app, ["apply", str(plan), "--timeout", "0"])
+    assert r.exit_code == 2 and "--timeout" in r.output

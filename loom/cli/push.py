@@ -244,7 +244,10 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (without
                                          "(by default the model wins over hand edits)"),
           from_edited: bool = typer.Option(False, "--from-edited-plan", help="push a plan whose tables differ from "
                                            "what its model routes (edited after `loom plan`, checks passed); the "
-                                           "next `loom plan` reports the difference")) -> None:
+                                           "next `loom plan` reports the difference"),
+          timeout: float | None = typer.Option(None, "--timeout", min=1, help="seconds the push and the read-back may "
+                                               "take before the apply gives up and restores (default: 180 InfiniBand, "
+                                               "120 Ethernet; a large fabric's BGP may need more)")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
     stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM.
     An Ethernet plan: frr-reload.py per switch, then every BGP session established and every
@@ -266,7 +269,7 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (without
     try:
         p = read_plan(plan_file)
         with bars(err), CLOCK.timing("apply"):
-            res = pipeline.apply(p, plan_file, progress, keep_live, from_edited)
+            res = pipeline.apply(p, plan_file, progress, keep_live, from_edited, timeout)
     except (PlanError, TargetError, Unsupported) as exc:
         fail(exc)
     except Interrupted as exc:

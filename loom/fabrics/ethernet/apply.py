@@ -32,9 +32,10 @@ from .target import FrrTarget
 from .targets import frr_target_of_plan
 
 STARTUP = "startup"  # <state dir>/startup/<switch>.conf: what a switch starts with at the next `loom sim up`
+READ_BACK_TIMEOUT = 120.0  # s the read-back waits for every session and FIB (`loom apply --timeout`)
 
 
-def apply_frr_plan(plan: dict, plan_path: Path | None = None, timeout: float = 120,
+def apply_frr_plan(plan: dict, plan_path: Path | None = None, timeout: float = READ_BACK_TIMEOUT,
                    progress: Callable[[str], None] = quiet, keep_live: bool = False) -> ApplyResult:
     """Apply an Ethernet plan to the target it was made for and verify it by reading back.
     Raises PlanError on a refusal (nothing changed) and Interrupted after SIGINT/SIGTERM."""

@@ -187,13 +187,13 @@ class Ethernet:
         return settle(target, progress)
 
     def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool,
-              from_edited: bool = False):
-        from .apply import apply_frr_plan
+              from_edited: bool = False, timeout: float | None = None):
+        from .apply import READ_BACK_TIMEOUT, apply_frr_plan
 
         if from_edited:
             raise Unsupported("--from-edited-plan is for InfiniBand plans: an Ethernet apply renders the model's "
                               "configurations again and refuses a plan holding others")
-        return apply_frr_plan(plan, plan_path, progress=progress, keep_live=keep_live)
+        return apply_frr_plan(plan, plan_path, timeout or READ_BACK_TIMEOUT, progress=progress, keep_live=keep_live)
 
     # ---------------------------------------------------------------- InfiniBand only
     def watcher(self, model: Path, fabric: Fabric, target, hold_down: float, log: Callable,

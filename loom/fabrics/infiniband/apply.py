@@ -54,8 +54,10 @@ from .qos_readback import digest, mismatches
 from .target import Target
 from .targets import target_of_plan
 
+PUSH_TIMEOUT = 180.0  # s a push (OpenSM's sweep) and its read-back may take (`loom apply --timeout`)
 
-def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = 180,
+
+def apply_plan(plan: dict, plan_path: Path | None = None, timeout: float = PUSH_TIMEOUT,
                progress: Callable[[str], None] = quiet, keep_live: bool = False, from_edited: bool = False) -> ApplyResult:
     """Apply a plan to the target it was made for and verify it by reading back.  A plan whose
     tables are not what its model routes is refused unless `from_edited` (`--from-edited-plan`).

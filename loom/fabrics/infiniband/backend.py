@@ -232,10 +232,11 @@ class InfiniBand:
         return settle(target, progress)
 
     def apply(self, plan: dict, plan_path: Path, progress: Callable[[str], None], keep_live: bool,
-              from_edited: bool = False):
-        from .apply import apply_plan
+              from_edited: bool = False, timeout: float | None = None):
+        from .apply import PUSH_TIMEOUT, apply_plan
 
-        return apply_plan(plan, plan_path, progress=progress, keep_live=keep_live, from_edited=from_edited)
+        return apply_plan(plan, plan_path, timeout or PUSH_TIMEOUT, progress=progress, keep_live=keep_live,
+                          from_edited=from_edited)
 
     # ---------------------------------------------------------------- InfiniBand only
     def watcher(self, model: Path, fabric: Fabric, target, hold_down: float, log: Callable,
