@@ -102,3 +102,56 @@ def test_apply_timeout_reaches_the_technologys_apply(tmp_path, monkeypatch, tech
         assert r.exit_code == 1 and f"timeout {expected}" in r.output, r.output
     r = CliRunner().invoke(app, ["apply", str(plan), "--timeout", "0"])
     assert r.exit_code == 2 and "--timeout" in r.output
+
+
+class Flapping(Stuck):
+    """All sessions up at the first poll, one down again when the records are read, then up."""
+
+    def __init__(self) -> None:
+        super().__init__("{}")
+        self.answers = iter([(3, 3), (2, 3), (3, 3), (3, 3)])
+
+    def sessions(self, switch: str) -> tuple[int, int]:
+        return next(self.answers)
+
+
+def test_the_records_keep_a_read_that_was_itself_verified():
+    """A session that drops between the wait's last poll and the read the records keep sends the
+    read-back back to waiting: what `last-applied-frr.json` keeps is a state that passed."""
+    intent = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set())
+    target = Flapping()
+    records = verify(target, intent, {}, ["leaf0"], timeout=30)
+    assert records["leaf0"]["sessions"] == [3, 3] and records["leaf0"]["residual"] == []
+    assert next(target.answers, None) is None  # polled again after the drop
+
+
+def test_what_a_switch_prints_cannot_break_the_message_or_the_restore():
+    """A neighbour description is the switch's text: Rich markup in it is printed as text (an
+    unbalanced tag would raise before the restore), and an integer longer than Python converts
+    is refused like any other unreadable answer."""
+    from loom.cli.common import progress
+
+    down = sessions_down(json.dumps({"10.0.0.2": neighbour("Active", "to spine1 [/uplinks] [bold]")}), "leaf0")
+    progress(f"apply failed (read-back: {down[0]}); restoring the previous configurations")
+    with pytest.raises(TargetError, match="leaf0: `show bgp summary json` printed JSON Loom cannot read"):
+        from loom.fabrics.ethernet.answers import bgp_sessions
+
+        bgp_sessions('{"x": ' + "9" * 5000 + "}", "leaf0")
+
+
+def test_the_readers_on_real_answers_from_the_lab():
+    """The fuzzer's seeds are the live lab's answers on p1-lab-leaf0 with its cable to spine0
+    pulled: each reader gives what that state is (independent of the fuzz cases built on them)."""
+    from pathlib import Path
+
+    from loom.fabrics.ethernet.answers import bgp_sessions, carriers, kernel_routes
+
+    seeds = Path(__file__).parent / "fuzz" / "seeds"
+    assert bgp_sessions((seeds / "frr-bgp-summary.json").read_text()) == (3, 4)
+    down = sessions_down((seeds / "frr-bgp-neighbors.json").read_text())
+    assert len(down) == 1 and down[0].startswith("10.0.128.0 (p1-lab-spine0 Ethernet32) Active") and "BFD Down" in down[0]
+    routes = kernel_routes((seeds / "frr-ip-route.json").read_text())
+    assert routes["10.0.128.66/31"] == {"10.0.128.2", "10.0.128.4", "10.0.128.6"}  # ECMP over the three spines left
+    assert all("10.0.128.0" not in gws for gws in routes.values())
+    links = carriers((seeds / "frr-ip-link.json").read_text())
+    assert links["Ethernet32"] is False and all(v for k, v in links.items() if k != "Ethernet32")

@@ -206,7 +206,8 @@ def process_age() -> float:
 
 
 def progress(msg: str) -> None:
-    err.print(f"  {msg}", highlight=False)
+    """A step of a long command; printed without markup: it may quote what a device printed."""
+    err.print(f"  {msg}", highlight=False, markup=False)
 
 
 def fail(exc: Exception | str) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from loom.expand import Fabric
@@ -245,9 +246,10 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (without
           from_edited: bool = typer.Option(False, "--from-edited-plan", help="push a plan whose tables differ from "
                                            "what its model routes (edited after `loom plan`, checks passed); the "
                                            "next `loom plan` reports the difference"),
-          timeout: float | None = typer.Option(None, "--timeout", min=1, help="seconds the push and the read-back may "
-                                               "take before the apply gives up and restores (default: 180 InfiniBand, "
-                                               "120 Ethernet; a large fabric's BGP may need more)")) -> None:
+          timeout: float | None = typer.Option(None, "--timeout", min=1, help="seconds OpenSM's push and the read-back "
+                                               "(InfiniBand, default 180) or the wait for every BGP session and FIB "
+                                               "(Ethernet, default 120; a large fabric's BGP may need more) may take "
+                                               "before the apply gives up and restores")) -> None:
     """Apply a plan: lock, check it (digests, reachability, loops, deadlock per VL, QoS), refuse if
     stale, write (journalled), push, read back and verify; restore on failure or SIGINT/SIGTERM.
     An Ethernet plan: frr-reload.py per switch, then every BGP session established and every
@@ -273,13 +275,13 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (without
     except (PlanError, TargetError, Unsupported) as exc:
         fail(exc)
     except Interrupted as exc:
-        err.print(f"[red]apply interrupted by signal {exc.signum}:[/red] {exc.outcome}", highlight=False)
+        err.print(f"[red]apply interrupted by signal {exc.signum}:[/red] {escape(exc.outcome)}", highlight=False)
         raise typer.Exit(128 + exc.signum) from None
     CLOCK.split("apply", "lock, checks, journal", res.phases)
     for name, secs in res.phases.items():
         err.print(f"  {name}: {secs:.2f}s", highlight=False)
     if res.ok:
-        out.print(f"[green]{res.message}[/green]", highlight=False)
-    else:
-        err.print(f"[red]{res.message}[/red]", highlight=False)
+        out.print(f"[green]{escape(res.message)}[/green]", highlight=False)
+    else:  # the message may quote what a switch printed (a neighbour's description)
+        err.print(f"[red]{escape(res.message)}[/red]", highlight=False)
     raise typer.Exit(0 if res.ok else 1)

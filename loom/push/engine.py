@@ -165,8 +165,10 @@ def journalled(d, record: dict, work: Callable[[Journal], ApplyResult], undo: Ca
         return work(journal)
     except (TargetError, OSError, Interrupted) as exc:
         with signals_ignored():
-            progress(f"apply failed ({reason(exc)}); restoring {what}")
-            ok, restored = timed(phases, "restore", undo, journal.load())
+            try:
+                progress(f"apply failed ({reason(exc)}); restoring {what}")
+            finally:  # nothing about the message may keep the restore from running
+                ok, restored = timed(phases, "restore", undo, journal.load())
         audit.record(d.dir, "restore", ok=ok, outcome=restored, cause=reason(exc), **context)
         if isinstance(exc, Interrupted):
             raise Interrupted(exc.signum, restored) from None

@@ -74,6 +74,8 @@ def _read(adapter: TypeAdapter, text: str, command: str, switch: str, empty: str
     except ValidationError as exc:
         e = exc.errors()[0]
         problem = f"JSON of another shape (at {'.'.join(str(p) for p in e['loc']) or 'the top'}: {e['msg']})"
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts (after ValidationError, a subclass)
+        problem = f"JSON Loom cannot read ({str(exc)[:80]})"
     run = f"vtysh -c '{command}'" if command.startswith("show") else command
     raise TargetError(f"{switch}: `{command}` printed {problem}; run `{run}` there to see what it prints")
 

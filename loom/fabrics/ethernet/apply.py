@@ -97,6 +97,9 @@ def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout
     names = sorted(intent.configs)
     while True:
         behind = {n: why for n, why in zip(names, parallel(lambda n: _behind(d, intent, n), names)) if why}
+        if not behind:  # the read the records keep must itself be the state verified (a session may drop meanwhile)
+            seen = observe(d, intent, {})
+            behind = {n: why for n, s in seen.items() if (why := _short(s["sessions"], s["fib"]))}
         if not behind or time.monotonic() > deadline:
             break
         time.sleep(0.5)
@@ -107,7 +110,7 @@ def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout
         raise TargetError(f"read-back of {len(behind)} switch(es) differs from the intent after {timeout:.0f}s: "
                           f"{name}: {why}")
     previous = dict(last)
-    for n, s in observe(d, intent, {}).items():
+    for n, s in seen.items():
         if n not in touched and n in last:
             continue
         residual = s["changes"]  # what FRR still reports once the switch runs the configuration
@@ -117,11 +120,18 @@ def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout
 
 
 def _behind(d: FrrTarget, intent: Intent, switch: str) -> str | None:
-    """Why `switch` is not yet where the intent puts it (None once it is)."""
-    established, configured = d.sessions(switch)
+    """Why `switch` is not yet where the intent puts it (None once it is): sessions first, and
+    its FIB only once they are all up."""
+    sessions = d.sessions(switch)
+    if sessions[0] < sessions[1]:
+        return _short(sessions, [])
+    return _short(sessions, fib_differences(intent.fibs.get(switch, {}), d.fib(switch), intent.optional))
+
+
+def _short(sessions, fib: list[str]) -> str | None:
+    established, configured = sessions
     if established < configured:
         return f"BGP sessions {established}/{configured} established"
-    fib = fib_differences(intent.fibs.get(switch, {}), d.fib(switch), intent.optional)
     if fib:
         return f"FIB: {fib[0]}" + (f" (and {len(fib) - 1} more)" if len(fib) > 1 else "")
     return None
