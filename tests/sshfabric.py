@@ -170,13 +170,13 @@ class SmPair(Started):
                                   start_new_session=True)
         wait_for(f"sshd of {h.name}", lambda: _listening(h.port), 20)
 
-    def start_opensm(self, h: SmHostRun) -> None:
+    def start_opensm(self, h: SmHostRun, *extra: str) -> None:
         """OpenSM as the unit of the opensm role runs it (`-F` options, `-f` log), started by the
         user over its own ssh login (so it is the user's process, as a root-run OpenSM is root's),
-        with its pid file."""
+        with its pid file; `extra` options after the unit's (a test's fault, e.g. `-d0`)."""
         p = h.paths
         cmd = (f"cd {h.root} && OSM_CACHE_DIR={p.cache_dir} OSM_TMP_DIR={p.cache_dir} setsid opensm -F {p.conf} -f {p.log} "
-               f"-s 0 -d2 -D 0x43 >>{h.root}/opensm.out 2>&1 </dev/null & echo $! > {p.pidfile}")
+               f"-s 0 -d2 -D 0x43 {' '.join(extra)} >>{h.root}/opensm.out 2>&1 </dev/null & echo $! > {p.pidfile}")
         subprocess.run(["ssh", "-F", str(self.ssh_config), h.name, cmd], check=True, capture_output=True, timeout=30)
 
     def opensm_pid(self, h: SmHostRun) -> int | None:
