@@ -30,8 +30,10 @@ class PaperSwitches:
 
     kind = "sim"
 
-    def __init__(self, directory: Path, running: dict[str, str], fibs: dict[str, dict]) -> None:
+    def __init__(self, directory: Path, running: dict[str, str], fibs: dict[str, dict],
+                 established: dict[str, set[str]] | None = None) -> None:
         self.dir, self.running, self.fibs = directory, running, fibs
+        self.established = established or {}  # per switch, the BGP neighbours whose sessions are up
         self.no_carrier: set[str] = set()  # "switch/ifname" of interfaces whose cable is pulled
 
     def spec(self) -> dict:
@@ -59,8 +61,8 @@ class PaperSwitches:
     def fib(self, switch: str) -> dict:
         return self.fibs[switch]
 
-    def sessions(self, switch: str) -> tuple[int, int]:
-        return (4, 4) if "leaf" in switch else (8, 8)
+    def peers(self, switch: str) -> dict[str, str]:
+        return {a: "Established" for a in self.established.get(switch, set())}
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +118,8 @@ def test_frr_diff_and_the_residual_of_a_reload(intent):
 
 
 def paper(tmp_path: Path, intent) -> PaperSwitches:
-    return PaperSwitches(tmp_path, dict(intent.configs), {k: {p: set(h) for p, h in v.items()} for k, v in intent.fibs.items()})
+    return PaperSwitches(tmp_path, dict(intent.configs), {k: {p: set(h) for p, h in v.items()} for k, v in intent.fibs.items()},
+                         {k: set(v) for k, v in intent.peers.items()})
 
 
 def test_plan_no_changes_then_a_change_and_drift(tmp_path):

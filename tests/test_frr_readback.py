@@ -40,8 +40,8 @@ class Stuck:
     def fib(self, switch: str) -> dict:
         return {}
 
-    def sessions(self, switch: str) -> tuple[int, int]:
-        return 1, 3
+    def peers(self, switch: str) -> dict[str, str]:
+        return {a: n["bgpState"] for a, n in NEIGHBOURS.items()}
 
     def neighbours(self, switch: str) -> str:
         if self._neighbours == "unreachable":
@@ -68,7 +68,7 @@ def test_sessions_down_names_each_neighbour_with_its_state_and_reason():
            "JSON of another shape"),
 ])
 def test_a_read_back_short_of_a_session_says_which_and_why(answer, expected):
-    intent = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set())
+    intent = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set(), peers={"leaf0": set(NEIGHBOURS)})
     with pytest.raises(TargetError) as exc:
         verify(Stuck(answer), intent, {}, ["leaf0"], timeout=0)
     assert "read-back of 1 switch(es) differs from the intent after 0s" in str(exc.value)
@@ -109,16 +109,17 @@ class Flapping(Stuck):
 
     def __init__(self) -> None:
         super().__init__("{}")
-        self.answers = iter([(3, 3), (2, 3), (3, 3), (3, 3)])
+        up = {a: "Established" for a in NEIGHBOURS}
+        self.answers = iter([up, {**up, "10.0.0.2": "Idle"}, up, up])
 
-    def sessions(self, switch: str) -> tuple[int, int]:
+    def peers(self, switch: str) -> dict[str, str]:
         return next(self.answers)
 
 
 def test_the_records_keep_a_read_that_was_itself_verified():
     """A session that drops between the wait's last poll and the read the records keep sends the
     read-back back to waiting: what `last-applied-frr.json` keeps is a state that passed."""
-    intent = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set())
+    intent = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set(), peers={"leaf0": set(NEIGHBOURS)})
     target = Flapping()
     records = verify(target, intent, {}, ["leaf0"], timeout=30)
     assert records["leaf0"]["sessions"] == [3, 3] and records["leaf0"]["residual"] == []
@@ -134,9 +135,9 @@ def test_what_a_switch_prints_cannot_break_the_message_or_the_restore():
     down = sessions_down(json.dumps({"10.0.0.2": neighbour("Active", "to spine1 [/uplinks] [bold]")}), "leaf0")
     progress(f"apply failed (read-back: {down[0]}); restoring the previous configurations")
     with pytest.raises(TargetError, match="leaf0: `show bgp summary json` printed JSON Loom cannot read"):
-        from loom.fabrics.ethernet.answers import bgp_sessions
+        from loom.fabrics.ethernet.answers import bgp_peers
 
-        bgp_sessions('{"x": ' + "9" * 5000 + "}", "leaf0")
+        bgp_peers('{"x": ' + "9" * 5000 + "}", "leaf0")
 
 
 def test_the_readers_on_real_answers_from_the_lab():
@@ -144,10 +145,11 @@ def test_the_readers_on_real_answers_from_the_lab():
     pulled: each reader gives what that state is (independent of the fuzz cases built on them)."""
     from pathlib import Path
 
-    from loom.fabrics.ethernet.answers import bgp_sessions, carriers, kernel_routes
+    from loom.fabrics.ethernet.answers import bgp_peers, carriers, kernel_routes
 
     seeds = Path(__file__).parent / "fuzz" / "seeds"
-    assert bgp_sessions((seeds / "frr-bgp-summary.json").read_text()) == (3, 4)
+    peers = bgp_peers((seeds / "frr-bgp-summary.json").read_text())
+    assert len(peers) == 4 and [a for a, st in peers.items() if st != "Established"] == ["10.0.128.0"]
     down = sessions_down((seeds / "frr-bgp-neighbors.json").read_text())
     assert len(down) == 1 and down[0].startswith("10.0.128.0 (p1-lab-spine0 Ethernet32) Active") and "BFD Down" in down[0]
     routes = kernel_routes((seeds / "frr-ip-route.json").read_text())
@@ -155,3 +157,26 @@ def test_the_readers_on_real_answers_from_the_lab():
     assert all("10.0.128.0" not in gws for gws in routes.values())
     links = carriers((seeds / "frr-ip-link.json").read_text())
     assert links["Ethernet32"] is False and all(v for k, v in links.items() if k != "Ethernet32")
+
+
+class Silent(Stuck):
+    """A switch whose bgpd does not answer (over SSH, `vtysh -d bgpd` exits 1): no neighbours."""
+
+    def peers(self, switch: str) -> dict[str, str]:
+        return {}
+
+    def neighbours(self, switch: str) -> str:
+        return "{}"
+
+
+def test_a_switch_without_its_neighbours_is_short_of_the_intent_not_of_itself():
+    """The read-back counts against the sessions the intent expects, not against what the switch
+    says it has: a switch whose bgpd is down (no neighbours at all) is 0/3, each named — before,
+    it read 0/0 and passed.  A neighbour over a cable that is down (not in the intent's peers of
+    the fabric as it stands) is not waited for."""
+    intent = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set(), peers={"leaf0": set(NEIGHBOURS)})
+    with pytest.raises(TargetError) as exc:
+        verify(Silent("{}"), intent, {}, ["leaf0"], timeout=0)
+    assert "leaf0: BGP sessions 0/3 established (not established: 10.0.0.0 not configured on leaf0; " in str(exc.value)
+    as_it_stands = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set(), peers={"leaf0": {"10.0.0.0"}})
+    assert verify(Stuck("{}"), as_it_stands, {}, ["leaf0"], timeout=0)["leaf0"]["sessions"] == [1, 1]

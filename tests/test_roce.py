@@ -106,7 +106,7 @@ def test_live_bgp_plane(tmp_path):
     configs = desired_configs(route(f))
     with running(f, {k: v["frr.conf"] for k, v in configs.items()}, tmp_path / "run") as lab:
         tag = lab.tag
-        lab.wait(lambda: sum(lab.sessions(s.name)[0] for s in f.switches) == 2 * 6, "12 BGP sessions", 60)
+        lab.wait(lambda: sum(st == "Established" for s in f.switches for st in lab.peers(s.name).values()) == 2 * 6, "12 BGP sessions", 60)
         remote = [str(ipaddress.IPv4Network(f"{p.address}/31", strict=False)) for p in f.ports
                   if f.nodes[p.node].name != "h0"]
         # ECMP over both spines to every remote host

@@ -111,6 +111,18 @@ def bgp_fibs(t: Tables, links_of: dict[int, list[Link]]) -> dict[str, Fib]:
     return out
 
 
+def bgp_peers(fabric: Fabric) -> dict[str, set[str]]:
+    """Switch name → the addresses of the BGP neighbours its sessions must be established with:
+    every switch at the far end of a cable of `fabric` (none with static routing).  Given the
+    fabric as it stands, a neighbour over a cable that is down is configured but not expected
+    up.  The read-back counts against this, never against what the switch says it has: a switch
+    whose bgpd is down reports no neighbours, and so none missing."""
+    if fabric.model.addressing.routing != "bgp":
+        return {s.name: set() for s in fabric.switches}
+    return {fabric.switches[sw].name: {l.peer_address for l in links if l.peer_asn is not None}
+            for sw, links in all_switch_links(fabric).items()}
+
+
 def link_prefixes(fabric: Fabric) -> set[str]:
     """The /31s of switch-to-switch links: routes a FIB may hold or not (see the module doc)."""
     return {str(ipaddress.IPv4Network(f"{l.address}/31", strict=False))

@@ -80,26 +80,28 @@ def _read(adapter: TypeAdapter, text: str, command: str, switch: str, empty: str
     raise TargetError(f"{switch}: `{command}` printed {problem}; run `{run}` there to see what it prints")
 
 
-def bgp_sessions(summary_json: str, switch: str = "a switch") -> tuple[int, int]:
-    """(established, configured) from `show bgp summary json`."""
+def bgp_peers(summary_json: str, switch: str = "a switch") -> dict[str, str]:
+    """Neighbour address → BGP state ("Established", "Active", ...) from `show bgp summary json`."""
     peers = _read(_SUMMARY, summary_json, "show bgp summary json", switch, "{}").ipv4Unicast.peers
-    return sum(1 for p in peers.values() if p.state == "Established"), len(peers)
+    return {addr: p.state or "?" for addr, p in peers.items()}
 
 
-def sessions_down(neighbors_json: str, switch: str = "a switch") -> list[str]:
-    """The BGP neighbours not established, from `show bgp neighbors json`, each with its
-    description (the peer and the local interface), its state and why it last went down — what
-    an operator looks at first when a read-back waits for a session in vain."""
+def sessions_down(neighbors_json: str, switch: str = "a switch", only: set[str] | None = None) -> list[str]:
+    """The BGP neighbours not established (of `only`, when given), from `show bgp neighbors
+    json`, each with its description (the peer and the local interface), its state and why it
+    last went down — what an operator looks at first when a read-back waits for a session in
+    vain.  A neighbour of `only` the switch does not have at all is named as not configured."""
     out = []
-    for addr, n in sorted(_read(_NEIGHBOURS, neighbors_json, "show bgp neighbors json", switch, "{}").items()):
-        if n.bgpState == "Established":
+    read = _read(_NEIGHBOURS, neighbors_json, "show bgp neighbors json", switch, "{}")
+    for addr, n in sorted(read.items()):
+        if n.bgpState == "Established" or (only is not None and addr not in only):
             continue
         desc = f" ({n.nbrDesc})" if n.nbrDesc else ""
         why = " / ".join(w for w in (n.lastResetDueTo, n.lastNotificationReason) if w)
         bfd = n.peerBfdInfo.status if n.peerBfdInfo else None
         out.append(f"{addr}{desc} {n.bgpState or '?'}" + (f", last reset: {why}" if why else "")
                    + (f", BFD {bfd}" if bfd else ""))
-    return out
+    return out + [f"{addr} not configured on {switch}" for addr in sorted((only or set()) - set(read))]
 
 
 def kernel_routes(route_json: str, switch: str = "a switch") -> dict[str, set[str]]:

@@ -26,7 +26,7 @@ from loom.push.packing import pack, unpack
 from loom.render.frr_intent import fib_differences
 
 from .answers import sessions_down
-from .plan import LAST_APPLIED, Intent, check_frr_plan, frr_has_changes, observe, parallel, read_last, sha
+from .plan import LAST_APPLIED, Intent, check_frr_plan, frr_has_changes, observe, parallel, read_last, sessions, sha
 from .reload import delta
 from .target import FrrTarget
 from .targets import frr_target_of_plan
@@ -105,10 +105,8 @@ def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout
         time.sleep(0.5)
     if behind:
         name, why = next(iter(behind.items()))
-        if why.startswith("BGP sessions"):
-            why += _why_down(d, name)
         raise TargetError(f"read-back of {len(behind)} switch(es) differs from the intent after {timeout:.0f}s: "
-                          f"{name}: {why}")
+                          f"{name}: {why}{_why_down(d, intent, name)}")
     previous = dict(last)
     for n, s in seen.items():
         if n not in touched and n in last:
@@ -122,25 +120,29 @@ def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout
 def _behind(d: FrrTarget, intent: Intent, switch: str) -> str | None:
     """Why `switch` is not yet where the intent puts it (None once it is): sessions first, and
     its FIB only once they are all up."""
-    sessions = d.sessions(switch)
-    if sessions[0] < sessions[1]:
-        return _short(sessions, [])
-    return _short(sessions, fib_differences(intent.fibs.get(switch, {}), d.fib(switch), intent.optional))
+    counts = sessions(d.peers(switch), intent.peers.get(switch, set()))
+    if counts[0] < counts[1]:
+        return _short(counts, [])
+    return _short(counts, fib_differences(intent.fibs.get(switch, {}), d.fib(switch), intent.optional))
 
 
-def _short(sessions, fib: list[str]) -> str | None:
-    established, configured = sessions
-    if established < configured:
-        return f"BGP sessions {established}/{configured} established"
+def _short(counts: list[int], fib: list[str]) -> str | None:
+    established, expected = counts
+    if established < expected:
+        return f"BGP sessions {established}/{expected} established"
     if fib:
         return f"FIB: {fib[0]}" + (f" (and {len(fib) - 1} more)" if len(fib) > 1 else "")
     return None
 
 
-def _why_down(d: FrrTarget, switch: str) -> str:
-    """Which of a switch's neighbours are down and why (at most three)."""
+def _why_down(d: FrrTarget, intent: Intent, switch: str) -> str:
+    """Which of the neighbours the intent expects up are not, and why (at most three); "" when
+    all are (the switch is behind on its FIB)."""
+    expected = intent.peers.get(switch, set())
     try:
-        down = sessions_down(d.neighbours(switch), switch)
+        if all(d.peers(switch).get(a) == "Established" for a in expected):
+            return ""
+        down = sessions_down(d.neighbours(switch), switch, expected)
     except TargetError as exc:
         return f" (its neighbours could not be read: {exc})"
     more = f"; {len(down) - 3} more" if len(down) > 3 else ""

@@ -35,7 +35,7 @@ from loom.render.frr_intent import interface_names
 from loom.render.roce import host_config, host_ifname
 
 from loom.push.errors import TargetError
-from .answers import bgp_sessions, kernel_routes
+from .answers import bgp_peers, kernel_routes
 from loom.files import write_atomic
 from loom.push.links import LINKS_DOWN
 from loom.push.procs import ProcessRef
@@ -324,11 +324,11 @@ class FrrLab:
         if res.returncode != 0:
             raise LabError(f"frr-reload.py failed on {device} (exit {res.returncode}): {_reload_errors(res.stderr)}")
 
-    def sessions(self, device: str) -> tuple[int, int]:
-        """(BGP sessions established, BGP neighbours configured); (0, 0) without bgpd."""
+    def peers(self, device: str) -> dict[str, str]:
+        """BGP neighbour address → state; {} without bgpd."""
         if "bgpd" not in " ".join(self.state.get("daemons", {}).get(device, [])):
-            return 0, 0
-        return bgp_sessions(self.vtysh(device, "show bgp summary json", daemon="bgpd"), device)
+            return {}
+        return bgp_peers(self.vtysh(device, "show bgp summary json", daemon="bgpd"), device)
 
     def neighbours(self, device: str) -> str:
         """`show bgp neighbors json` (read when a session will not come up, to say why)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from loom.expand import SWITCH, Fabric, load_fabric
 from loom.expand.asbuilt import AsBuilt, load_as_built
-from loom.render.frr_intent import Fib, desired_configs, expected_fibs, fib_differences, link_prefixes, plane_tables
+from loom.render.frr_intent import Fib, bgp_peers, desired_configs, expected_fibs, fib_differences, link_prefixes, plane_tables
 
 from . import reload as frr_reload
 from .answers import carriers
@@ -48,6 +48,7 @@ class Intent:
     startup: dict[str, str]  # the bootstrap configuration a fresh switch starts with
     fibs: dict[str, Fib]
     optional: set[str]  # prefixes a FIB may hold without being asked (switch-to-switch /31s)
+    peers: dict[str, set[str]]  # BGP neighbours whose sessions must be established (`frr_intent.bgp_peers`)
 
 
 def intent_of(fabric: Fabric, now: Fabric | None = None) -> Intent:
@@ -66,7 +67,12 @@ def intent_of(fabric: Fabric, now: Fabric | None = None) -> Intent:
     else:
         fibs = expected_fibs(tables, files)
     return Intent({k: v["frr.conf"] for k, v in files.items()}, {k: v["zebra.conf"] for k, v in files.items()},
-                  fibs, link_prefixes(fabric))
+                  fibs, link_prefixes(fabric), bgp_peers(fabric if now is None else now))
+
+
+def sessions(peers: dict[str, str], expected: set[str]) -> list[int]:
+    """[established, expected]: of the neighbours the intent expects up, how many are."""
+    return [sum(1 for a in expected if peers.get(a) == "Established"), len(expected)]
 
 
 def cables_down(target: FrrTarget, design: Fabric) -> list[str]:
@@ -121,7 +127,7 @@ def observe(target: FrrTarget, intent: Intent, last: dict) -> dict[str, dict]:
         return {"desired_sha256": sha(desired), "running_sha256": sha(running),
                 "changes": config_changes(desired, running, done),
                 "fib": fib_differences(intent.fibs.get(switch, {}), target.fib(switch), intent.optional),
-                "sessions": list(target.sessions(switch)),
+                "sessions": sessions(target.peers(switch), intent.peers.get(switch, set())),
                 "drift": bool(done) and done.get("running_sha256") != sha(running)}
 
     names = sorted(intent.configs)

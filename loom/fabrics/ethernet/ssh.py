@@ -27,7 +27,7 @@ from loom.expand import Fabric
 
 from loom.push.errors import PlanError
 from loom.files import remove_temps
-from .answers import bgp_sessions, kernel_routes
+from .answers import bgp_peers, kernel_routes
 from .plan import parallel
 from loom.push.ssh import Connection, SshError, clean, close_all, read_inventory_yaml
 from loom.push.state import ssh_state_dir as state_dir
@@ -147,9 +147,9 @@ class FrrSshTarget:
     def fib(self, switch: str) -> dict[str, set[str]]:
         return kernel_routes(self._run(switch, "ip -j route"), switch)
 
-    def sessions(self, switch: str) -> tuple[int, int]:
+    def peers(self, switch: str) -> dict[str, str]:
         res = self._conns[switch].run("vtysh -d bgpd -c 'show bgp summary json'", ok=(0, 1))
-        return bgp_sessions(res.stdout, switch) if res.returncode == 0 else (0, 0)  # 1: no bgpd (static routing)
+        return bgp_peers(res.stdout, switch) if res.returncode == 0 else {}  # 1: no bgpd (static routing, or down)
 
     def neighbours(self, switch: str) -> str:
         return self._run(switch, "vtysh -d bgpd -c 'show bgp neighbors json'", timeout=30)

@@ -55,8 +55,8 @@ class FrrTarget(Protocol):
     def fib(self, switch: str) -> dict[str, set[str]]:
         """The switch's kernel routes: prefix → next hops (connected routes left out)."""
 
-    def sessions(self, switch: str) -> tuple[int, int]:
-        """(BGP sessions established, BGP neighbours configured)."""
+    def peers(self, switch: str) -> dict[str, str]:
+        """The switch's BGP neighbours: address → state ("Established", ...); {} without bgpd."""
 
     def neighbours(self, switch: str) -> str:
         """`show bgp neighbors json`: read when a session will not come up, to say why."""
@@ -113,8 +113,8 @@ class FrrSimTarget:
     def fib(self, switch: str) -> dict[str, set[str]]:
         return self.lab.fib(switch)
 
-    def sessions(self, switch: str) -> tuple[int, int]:
-        return self.lab.sessions(switch)
+    def peers(self, switch: str) -> dict[str, str]:
+        return self.lab.peers(switch)
 
     def neighbours(self, switch: str) -> str:
         return self.lab.neighbours(switch)
