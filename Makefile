@@ -131,7 +131,8 @@ bench-failures: setup
 bench-routing: setup
 	$(BIN)/python bench/routing.py
 
-# no-change plan (target 5 s), full apply with QoS (target 10 s) and the read-back ceiling, two zones
+# no-change plan (target 5 s), full apply with QoS (target 10 s), the read-back ceiling and a bare C
+# reader of the same SMPs beside it (the simulator's floor), two zones
 bench-push: setup
 	$(BIN)/python bench/push.py
 

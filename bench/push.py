@@ -1,7 +1,9 @@
 """Plan and apply benchmark on the simulated two-zone fabric (issue 24): a no-change plan
 (target ≤ 5 s), a full apply with QoS (target ≤ 10 s), a routing-only apply, and what bounds
 them: the QoS read-back's SMPs per second beside the CPU that ibsim and Loom's readers spend
-on them (2 cores: when the two together use both, the simulation is the ceiling).
+on them (2 cores: when the two together use both, the simulation is the ceiling), and beside a
+bare C reader of the same SMPs (`bench/bare_reader.c`, built here with gcc): the simulator's
+floor, which no change to Loom's reader can pass.
 
 Run: `make bench-push` or `.venv/bin/python bench/push.py [MODEL]`.
 """
@@ -28,7 +30,7 @@ from loom.expand import load_fabric  # noqa: E402
 from loom.expand.failures import parse_failures, without  # noqa: E402
 from loom.fabrics.infiniband.apply import apply_tables  # noqa: E402
 from loom.fabrics.infiniband.daemon import client_dir  # noqa: E402
-from loom.fabrics.infiniband.madquery import SIM_WINDOW  # noqa: E402
+from loom.fabrics.infiniband.madquery import SIM_WINDOW, answer  # noqa: E402
 from loom.fabrics.infiniband.qos_readback import READERS, qos_jobs  # noqa: E402
 from loom.fabrics.infiniband.target import SimTarget  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
@@ -51,6 +53,8 @@ def loom(*args: str) -> tuple[float, int, str, dict[str, float]]:
 
 
 LAST_CPU = 0.0
+# what the readers' CPU is made of: the bare C reader's row (same SMPs, same shim) is the shim's share
+READERS_SHARE = "the readers' share: the umad2sim shim's socket traffic, and Python per SMP (see the bare C reader)"
 
 
 PHASE = re.compile(r"^  ([^:]+): (\d+\.\d+)s$")
@@ -72,6 +76,30 @@ def bare_rate(target: SimTarget, jobs: list[dict], window: int) -> tuple[float, 
         subprocess.run([sys.executable, "-c", READER, str(window)], input=json.dumps(jobs), env=target.d.env(),
                        cwd=cwd, capture_output=True, text=True, check=True)
     return smps / (time.perf_counter() - t0), smps
+
+
+def bare_c_rate(target: SimTarget, jobs: list[dict], tmp: str) -> tuple[float, str]:
+    """SMPs per second of `bench/bare_reader.c` on the SMPs of `jobs` (madquery's own asks),
+    split over as many processes as Loom's read-back uses, each with as many in flight: the
+    floor of the simulator (ibsim and its umad2sim shim) beside Loom's reader.  (nan, why)
+    when it cannot be built or run."""
+    exe = Path(tmp) / "bare_reader"
+    made = subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(exe), str(ROOT / "bench" / "bare_reader.c"),
+                           "-l:libibumad.so.3"], capture_output=True, text=True)
+    if made.returncode != 0:
+        return float("nan"), f"not built: {made.stderr.strip()[:60]}"
+    lines = [f"{path} {attr} {mod}" for q in jobs for _, path, attr, mod in next(answer(q))]
+    parts = ["\n".join(lines[i::READERS]) + "\n" for i in range(READERS)]
+    with client_dir() as cwd:
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen([str(exe), str(SIM_WINDOW)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=target.d.env(), cwd=cwd) for _ in parts]
+        outs = [p.communicate(part, timeout=300) for p, part in zip(procs, parts)]
+        wall = time.perf_counter() - t0
+    answered = sum(int(out.split()[1]) for out, _ in outs if out.split())
+    if answered != len(lines):
+        return float("nan"), f"{answered:,} of {len(lines):,} answered: {' '.join(e.strip() for _, e in outs)[:60]}"
+    return answered / wall, f"{READERS} processes, {SIM_WINDOW} in flight each, {answered:,} SMPs in {wall:.1f} s"
 
 
 def cpu_of(pid: int) -> float:
@@ -97,7 +125,7 @@ def main(model: Path) -> int:
             report.add(f"{name}: full apply with QoS (restart, read back everything)", secs, "s", target=10,
                        note=last[:70] if code == 0 else f"FAILED: {last[:60]}")
             report.add(f"{name}: … CPU of loom + its MAD readers in it (not ibsim's or OpenSM's)", LAST_CPU, "s",
-                       note="the readers' share is mostly the umad2sim shim's socket traffic with ibsim")
+                       note=READERS_SHARE)
             report.add(f"{name}: … of which route the model (the plan's record: not routed again)",
                        phases.get("route the model"), "s", note="9.5-13 s when it routed again")
             report.add(f"{name}: … of which push (OpenSM restarts, programs every switch)", phases.get("push"), "s",
@@ -109,7 +137,7 @@ def main(model: Path) -> int:
             # ibsim answers one SMP at a time on one core, where every switch's SMA answers on its
             # own: beside the wall time, the CPU that loom and its readers spent
             report.add(f"{name}: … CPU of loom + its MAD readers in it (not ibsim's)", LAST_CPU, "s",
-                       note="the readers' share is mostly the umad2sim shim's socket traffic with ibsim")
+                       note=READERS_SHARE)
             # routing only: tables routed around a cable put in by loom, then the plan back
             target = SimTarget.of(name)
             design = tables_from_dump(subnet(fabric, 0), target.read_lfts(), "design")
@@ -131,6 +159,9 @@ def main(model: Path) -> int:
             sim_cpu = cpu_of(ibsim) - before
             report.add(f"{name}: QoS read-back", wall, "s", note=f"{smps:,} SMPs")
             report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s", note=f"{READERS} readers, {SIM_WINDOW} SMPs in flight each")
+            rate, note = bare_c_rate(target, qos_jobs(sn, target.d.sm_host), tmp)
+            report.add(f"{name}: … a bare C reader of the same SMPs (bench/bare_reader.c)", rate, "SMP/s",
+                       note=f"the simulator's floor: {note}")
             rate, sample = bare_rate(target, qos_jobs(sn, target.d.sm_host)[:600], 1)
             report.add(f"{name}: … the same reader with one SMP in flight", rate, "SMP/s",
                        note=f"{sample:,} SMPs of the read-back (libibmad's smp_query_via waits for each)")

@@ -125,7 +125,10 @@ class Port:
         self.window, self.head = window, lib.umad_size()
         self.tid = random.getrandbits(32)
         self.addr: dict[tuple[int, int, int], bytes] = {}  # (LID, QP, Q_Key) → the umad header sending there
-        self.hops: dict[str, bytes] = {}  # a switch is asked dozens of times by the same route
+        # (route, attribute, data) → umad header + SMP with modifier 0: a switch is asked for one
+        # attribute dozens of times by the same route, so its requests share one packet and
+        # differ in the modifier written at send time — not 200,000 packets built up front
+        self.smps: dict[tuple[str, int, bytes | None], bytes] = {}
 
     def _header(self, lid: int, qp: int, qkey: int) -> bytes:
         head = self.addr.get((lid, qp, qkey))
@@ -136,20 +139,19 @@ class Port:
             head = self.addr[lid, qp, qkey] = buf.raw
         return head
 
-    def build(self, ask: tuple) -> tuple[int, bytes, int, tuple]:
-        """(agent, umad header + MAD, bytes of data in the answer, the ask) of one ask; ValueError
-        for a bad route."""
+    def build(self, ask: tuple) -> tuple[int, bytes, int, int, tuple]:
+        """(agent, umad header + MAD with attribute modifier 0, the modifier, bytes of data in the
+        answer, the ask) of one ask; ValueError for a bad route."""
         if ask[0] == SMP:
-            path = ask[1]
-            hops = self.hops.get(path)
-            if hops is None:
-                hops = self.hops[path] = hops_of(path)
-            mad = dr_smp(hops, ask[2], ask[3], ask[4] if len(ask) > 4 else None)
-            return self.agent[SMI_DIRECT_CLASS], self._header(PERMISSIVE_LID, 0, 0) + mad, SMP_DATA, ask
+            key = (ask[1], ask[2], ask[4] if len(ask) > 4 else None)
+            packet = self.smps.get(key)
+            if packet is None:
+                packet = self.smps[key] = self._header(PERMISSIVE_LID, 0, 0) + dr_smp(hops_of(key[0]), key[1], 0, key[2])
+            return self.agent[SMI_DIRECT_CLASS], packet, ask[3], SMP_DATA, ask
         _, lid, port, attr = ask
-        return self.agent[PERF_CLASS], self._header(lid, 1, QP1_QKEY) + pma_get(port, attr), PMA_DATA, ask
+        return self.agent[PERF_CLASS], self._header(lid, 1, QP1_QKEY) + pma_get(port, attr), 0, PMA_DATA, ask
 
-    def exchange(self, built: list[tuple[int, bytes, int, tuple]], done=lambda n: None) -> list:
+    def exchange(self, built: list[tuple[int, bytes, int, int, tuple]], done=lambda n: None) -> list:
         """Send every built request, `self.window` at a time, and return per request the data of
         its answer (bytes) or why there is none (str).  `done(n)` hears how many are finished."""
         lib, fd, head, monotonic, nap, sleep = self.lib, self.fd, self.head, time.monotonic, self.nap, time.sleep
@@ -157,7 +159,7 @@ class Port:
         sbuf, rbuf = ctypes.create_string_buffer(head + MAD_SIZE), ctypes.create_string_buffer(head + MAD_SIZE)
         length = ctypes.c_int()
         length_ref = ctypes.byref(length)
-        set_tid = struct.Struct(">I").pack_into
+        set_tid = set_mod = struct.Struct(">I").pack_into
         umad_status = struct.Struct("=4xI").unpack_from  # struct ib_user_mad: agent_id, status, ...
         mad_status_tid = struct.Struct(">4xH6xI").unpack_from  # the MAD's status and its TID's low half
         out: list = [None] * len(built)
@@ -165,10 +167,11 @@ class Port:
         finished = sent = 0
 
         def send(i: int, attempt: int) -> None:
-            agent, packet, _, ask = built[i]
+            agent, packet, mod, _, ask = built[i]
             self.tid = tid = (self.tid + 1) & 0xFFFFFFFF
             ctypes.memmove(sbuf, packet, len(packet))
             set_tid(sbuf, head + 12, tid)
+            set_mod(sbuf, head + 20, mod)
             if send_(fd, agent, sbuf, MAD_SIZE, TIMEOUT_MS, 0) < 0:
                 raise RuntimeError(f"cannot send to {what(ask)}: {os.strerror(ctypes.get_errno()) or 'umad_send failed'}")
             pending[tid] = (i, monotonic() + TIMEOUT_MS / 1000, attempt)
@@ -178,7 +181,7 @@ class Port:
             if attempt < TRIES:
                 send(i, attempt + 1)
             else:
-                out[i], finished = f"{why} {what(built[i][3])}", finished + 1
+                out[i], finished = f"{why} {what(built[i][4])}", finished + 1
 
         while sent < len(built) or pending:
             while sent < len(built) and len(pending) < self.window:
@@ -208,9 +211,9 @@ class Port:
                 settle(i, attempt, "no answer from")
                 continue
             if status & 0x7FFF:  # (without a directed route's D bit)
-                out[i] = f"error status {status & 0x7FFF:#x} from {what(built[i][3])}"
+                out[i] = f"error status {status & 0x7FFF:#x} from {what(built[i][4])}"
             else:
-                out[i] = rbuf[head + DATA_AT:head + DATA_AT + built[i][2]]
+                out[i] = rbuf[head + DATA_AT:head + DATA_AT + built[i][3]]
             finished += 1
             if finished % 256 == 0:
                 done(finished)
