@@ -180,3 +180,18 @@ def test_a_switch_without_its_neighbours_is_short_of_the_intent_not_of_itself():
     assert "leaf0: BGP sessions 0/3 established (not established: 10.0.0.0 not configured on leaf0; " in str(exc.value)
     as_it_stands = Intent(configs={"leaf0": CONFIG}, startup={}, fibs={}, optional=set(), peers={"leaf0": {"10.0.0.0"}})
     assert verify(Stuck("{}"), as_it_stands, {}, ["leaf0"], timeout=0)["leaf0"]["sessions"] == [1, 1]
+
+
+def test_a_route_over_a_next_hop_of_the_other_family_is_read_with_it():
+    """An IPv4 route with an IPv6 next hop (`via`, RFC 5549 — unnumbered BGP) is a route with
+    that next hop, not a missing route; single and multipath alike."""
+    from loom.fabrics.ethernet.answers import kernel_routes
+
+    answer = json.dumps([
+        {"dst": "10.0.0.8/31", "via": {"family": "inet6", "host": "fe80::1"}, "dev": "Ethernet0", "flags": []},
+        {"dst": "10.0.0.10/31", "nexthops": [{"via": {"family": "inet6", "host": "fe80::2"}, "dev": "Ethernet4"},
+                                            {"gateway": "10.0.0.3", "dev": "Ethernet8"}], "flags": []},
+        {"dst": "10.0.0.12/31", "dev": "Ethernet0", "flags": []}])
+    assert kernel_routes(answer) == {"10.0.0.8/31": {"fe80::1"}, "10.0.0.10/31": {"fe80::2", "10.0.0.3"}}
+    with pytest.raises(TargetError, match=r"at 0.via.host"):
+        kernel_routes(json.dumps([{"dst": "10.0.0.8/31", "via": {"family": "inet6"}}]), "leaf0")

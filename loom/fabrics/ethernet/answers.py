@@ -42,13 +42,17 @@ class _Neighbour(BaseModel):
     peerBfdInfo: _Bfd | None = None
 
 
+class _Via(BaseModel):
+    host: str
+
+
 class _Nexthop(BaseModel):
     gateway: str | None = None
+    via: _Via | None = None  # a next hop of another family (an IPv4 route over IPv6, RFC 5549): {"family", "host"}
 
 
-class _Route(BaseModel):
+class _Route(_Nexthop):
     dst: str
-    gateway: str | None = None
     nexthops: list[_Nexthop] = []
 
 
@@ -105,13 +109,13 @@ def sessions_down(neighbors_json: str, switch: str = "a switch", only: set[str] 
 
 
 def kernel_routes(route_json: str, switch: str = "a switch") -> dict[str, set[str]]:
-    """prefix → next-hop gateways from `ip -j route` (connected routes, without a gateway, left out)."""
+    """prefix → next-hop gateways from `ip -j route` (connected routes, without a gateway, left
+    out).  A next hop of the other family (`via`, as unnumbered BGP installs) is kept as its
+    address, so such a route reads as a route with other next hops, not as a missing one."""
     out = {}
     for r in _read(_ROUTES, route_json, "ip -j route", switch, "[]"):
         dst = r.dst if "/" in r.dst or r.dst == "default" else r.dst + "/32"
-        gws = {h.gateway for h in r.nexthops if h.gateway is not None}
-        if r.gateway is not None:
-            gws.add(r.gateway)
+        gws = {h.gateway or h.via.host for h in (r, *r.nexthops) if h.gateway or h.via}
         if gws:
             out[dst] = gws
     return out
