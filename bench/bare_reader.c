@@ -7,6 +7,7 @@
  * stdin: one SMP per line, "PATH ATTR MOD" (PATH as `smpquery -D` takes it, "0,1,3"; ATTR and
  * MOD in decimal).  argv[1]: SMPs in flight.  stdout: "SENT ANSWERED ERRORS SECONDS".
  * An empty receive queue is napped on for 0.1 ms, as Loom's reader does under the simulator.
+ * No resend: an SMP without an answer stops the count (the bench then reports it unanswered).
  * Layouts: IBA 1.3 13.4.2 (MAD), 14.2.1.2 (directed-route SMP); struct ib_user_mad (umad.h),
  * whose header size umad_size() gives.  Declared here: the machine has libibumad.so.3 but not
  * its headers (libibumad-dev). */
@@ -55,8 +56,11 @@ static int parse(char *line, struct smp *s) {
     if (!path || !attr || !mod)
         return -1;
     s->nhops = 0;
-    for (char *h = strtok(path, ","); h && s->nhops < 64; h = strtok(NULL, ","))
-        s->hops[s->nhops++] = (uint8_t)atoi(h);
+    for (char *h = strtok(path, ","); h; h = strtok(NULL, ","))
+        if (s->nhops == 64)
+            return -1;  /* a directed route has at most 64 hops */
+        else
+            s->hops[s->nhops++] = (uint8_t)atoi(h);
     s->attr = (uint16_t)atoi(attr), s->mod = (uint32_t)strtoul(mod, NULL, 10);
     return s->nhops ? 0 : -1;
 }
@@ -64,10 +68,14 @@ static int parse(char *line, struct smp *s) {
 int main(int argc, char **argv) {
     int window = argc > 1 ? atoi(argv[1]) : 64, n = 0;
     struct smp *smps = calloc(MAX_SMPS, sizeof *smps);
-    char line[512];
-    while (n < MAX_SMPS && fgets(line, sizeof line, stdin))
-        if (parse(line, &smps[n]) == 0)
-            n++;
+    char line[1024];
+    while (n < MAX_SMPS && fgets(line, sizeof line, stdin)) {
+        if (!strchr(line, '\n') || parse(line, &smps[n]) != 0) {
+            fprintf(stderr, "line %d: not \"PATH ATTR MOD\" (at most 64 hops)\n", n + 1);
+            return 1;
+        }
+        n++;
+    }
     int fd = umad_init() == 0 ? umad_open_port(NULL, 0) : -1;
     int agent = fd < 0 ? -1 : umad_register(fd, DR_CLASS, 1, 0, NULL);
     if (agent < 0) {

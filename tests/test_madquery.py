@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import time
 import hashlib
 
 import pytest
@@ -158,3 +159,30 @@ def test_two_switches_tables_read_in_one_window_match_dump_fts(tiny_up):
 def test_an_sl2vl_row_reads_sl_0_first_from_the_high_nibble():
     """IBA 14.2.5.8: byte i holds SL 2i's VL in its high nibble, SL 2i+1's in its low one."""
     assert madquery.sl2vl(bytes([0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF]) + bytes(56)) == "0123456789abcdef"
+
+
+def test_a_lost_request_is_sent_again_while_answers_keep_coming(monkeypatch):
+    """The oldest request's deadline is looked at every `EXPIRE_EVERY` answers, not only when
+    the queue runs dry: a request lost early is sent again while the others still flow (under
+    the simulator the queue rarely empties before the end)."""
+    monkeypatch.setattr(madquery, "TIMEOUT_MS", 20)
+    monkeypatch.setattr(madquery, "EXPIRE_EVERY", 16)
+    blocks = list(range(600))
+    lost = expect("0,1", madquery.ATTR_LFT, 0)
+    fake, resent_at = FakeUmad(drop={lost: 1}), []
+    send, recv = fake.umad_send, fake.umad_recv
+
+    def noting(fd, agent, buf, *rest):
+        if content(bytes(buf)[HEAD:HEAD + MAD_SIZE]) == lost and fake.drop[lost] == 0:
+            resent_at.append(fake.sends)
+        return send(fd, agent, buf, *rest)
+
+    def slow(*args):  # oldest first, as ibsim answers, and 0.1 ms each: the lost request's deadline passes mid-flow
+        time.sleep(0.0001)
+        if fake.queue:
+            fake.queue.append(fake.queue.pop(0))
+        return recv(*args)
+    fake.umad_send, fake.umad_recv = noting, slow
+    answers, errors = answer_all(Port(window=16, lib=fake, nap=0.0), [{"key": "spine", "path": "0,1", "lft": blocks}])
+    assert errors == [] and answers[0]["lft"] == lft_of("0,1", blocks)
+    assert resent_at and resent_at[0] < len(blocks) - 16, resent_at  # before the last window was sent

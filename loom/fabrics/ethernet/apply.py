@@ -2,7 +2,8 @@
 
     lock → settle an interrupted apply → check the plan (frr_plan.check_frr_plan) → health →
     stale? → journal intent (running configurations saved) → frr-reload.py per switch →
-    read back (every BGP session established, every FIB as intended) → records → journal cleared
+    read back (every BGP session the intent expects established, every FIB as intended) →
+    records → journal cleared
 
 The skeleton (lock, journal, restore on any failure or SIGINT/SIGTERM, audit) is the shared
 engine's (`loom.push.engine`: `apply_on`, `journalled`); only the steps differ.  A restore
@@ -82,8 +83,9 @@ def _apply_locked(plan: dict, d: FrrTarget, context: dict, timeout: float, progr
 
 
 def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout: float) -> dict:
-    """Wait until every switch has all its BGP sessions established and holds the intended FIB
-    (the functional read-back); return the new records (`last-applied-frr.json`), with the
+    """Wait until every switch has the BGP sessions the intent expects established (one per
+    cable of the fabric as it stands, `Intent.peers`) and holds the intended FIB (the
+    functional read-back); return the new records (`last-applied-frr.json`), with the
     lines FRR's diff still reports once the switch runs its configuration (`residual`, see
     `loom.fabrics.ethernet.plan`; kept visible in that file) — measured on the `touched` switches and
     on those without a record, so a switch edited by hand meanwhile never has its edit recorded
@@ -120,7 +122,7 @@ def verify(d: FrrTarget, intent: Intent, last: dict, touched: list[str], timeout
 def _behind(d: FrrTarget, intent: Intent, switch: str) -> str | None:
     """Why `switch` is not yet where the intent puts it (None once it is): sessions first, and
     its FIB only once they are all up."""
-    counts = sessions(d.peers(switch), intent.peers.get(switch, set()))
+    counts = sessions(d.peers(switch), intent.peers[switch])
     if counts[0] < counts[1]:
         return _short(counts, [])
     return _short(counts, fib_differences(intent.fibs.get(switch, {}), d.fib(switch), intent.optional))
@@ -138,9 +140,10 @@ def _short(counts: list[int], fib: list[str]) -> str | None:
 def _why_down(d: FrrTarget, intent: Intent, switch: str) -> str:
     """Which of the neighbours the intent expects up are not, and why (at most three); "" when
     all are (the switch is behind on its FIB)."""
-    expected = intent.peers.get(switch, set())
+    expected = intent.peers[switch]
     try:
-        if all(d.peers(switch).get(a) == "Established" for a in expected):
+        peers = d.peers(switch)
+        if all(peers.get(a) == "Established" for a in expected):
             return ""
         down = sessions_down(d.neighbours(switch), switch, expected)
     except TargetError as exc:

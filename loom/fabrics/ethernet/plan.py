@@ -66,8 +66,9 @@ def intent_of(fabric: Fabric, now: Fabric | None = None) -> Intent:
             tables, files = held, desired_configs(held)
     else:
         fibs = expected_fibs(tables, files)
+    up = bgp_peers(fabric if now is None else now)  # a switch gone from the fabric as it stands expects none
     return Intent({k: v["frr.conf"] for k, v in files.items()}, {k: v["zebra.conf"] for k, v in files.items()},
-                  fibs, link_prefixes(fabric), bgp_peers(fabric if now is None else now))
+                  fibs, link_prefixes(fabric), {k: up.get(k, set()) for k in files})
 
 
 def sessions(peers: dict[str, str], expected: set[str]) -> list[int]:
@@ -127,7 +128,7 @@ def observe(target: FrrTarget, intent: Intent, last: dict) -> dict[str, dict]:
         return {"desired_sha256": sha(desired), "running_sha256": sha(running),
                 "changes": config_changes(desired, running, done),
                 "fib": fib_differences(intent.fibs.get(switch, {}), target.fib(switch), intent.optional),
-                "sessions": sessions(target.peers(switch), intent.peers.get(switch, set())),
+                "sessions": sessions(target.peers(switch), intent.peers[switch]),
                 "drift": bool(done) and done.get("running_sha256") != sha(running)}
 
     names = sorted(intent.configs)

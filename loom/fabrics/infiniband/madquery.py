@@ -52,6 +52,7 @@ WINDOW = 16  # requests in flight per process (see the module doc)
 # 0.1 ms nap dozens are queued and read without one).  Two readers of two zones' QoS: 3.1 s and
 # 3.9 CPU-s with the wait, 2.3-2.5 s and 2.9-3.2 CPU-s with the nap (32 or 128 in flight: no better)
 SIM_WINDOW, SIM_NAP = 64, 0.0001
+EXPIRE_EVERY = 256  # answers between looks at the oldest request's deadline while answers keep coming
 
 SMP, PMA = "smp", "pma"  # the two kinds of ask: (SMP, path, attr, mod[, data to Set]), (PMA, lid, port, attr)
 
@@ -158,7 +159,8 @@ class Port:
         The loop runs once per MAD, so it is kept lean (measured against a bare C reader of the
         same MADs, `bench/bare_reader.c`): the buffers are bytearrays that libibumad reads and
         writes in place (no ctypes call to fill or read them), and the oldest request's deadline
-        is looked at only when no answer came."""
+        is looked at when no answer came and every `EXPIRE_EVERY` answers (a lost request is
+        sent again within about that many answers of its deadline, even while answers pour in)."""
         lib, fd, head, monotonic, nap, sleep = self.lib, self.fd, self.head, time.monotonic, self.nap, time.sleep
         send_, recv = lib.umad_send, lib.umad_recv
         sarr, rarr = bytearray(head + MAD_SIZE), bytearray(head + MAD_SIZE)
@@ -191,6 +193,16 @@ class Port:
             else:
                 out[i], finished = f"{why} {what(built[i][4])}", finished + 1
 
+        def expire() -> bool:
+            """Send the oldest request again (or give it up) if its deadline passed."""
+            oldest = next(iter(pending))
+            i, deadline, attempt = pending[oldest]
+            if deadline > monotonic():
+                return False
+            del pending[oldest]
+            settle(i, attempt, "no answer from")
+            return True
+
         while sent < total or pending:
             while sent < total and len(pending) < window:
                 send(sent, 1)
@@ -200,12 +212,7 @@ class Port:
             if err < 0:
                 if -err not in (errno.ETIMEDOUT, errno.EWOULDBLOCK):
                     raise RuntimeError(f"cannot receive on the local IB port: {os.strerror(-err)}")
-                oldest = next(iter(pending))  # nothing came (yet): is the oldest request past its deadline?
-                i, deadline, attempt = pending[oldest]
-                if deadline <= monotonic():
-                    del pending[oldest]
-                    settle(i, attempt, "no answer from")
-                elif nap:
+                if not expire() and nap:  # nothing came (yet)
                     sleep(nap)
                 continue
             status, tid = mad_status_tid(rarr, head)
@@ -221,8 +228,10 @@ class Port:
             else:
                 out[i] = bytes(answer[data_at:data_at + built[i][3]])
             finished += 1
-            if finished % 256 == 0:
+            if finished % EXPIRE_EVERY == 0:
                 done(finished)
+                if pending:
+                    expire()
         done(finished)
         return out
 
