@@ -66,11 +66,16 @@ READER = ("import json, sys; from loom.fabrics.infiniband.madquery import Port, 
           "answer_all(Port(window=int(sys.argv[1]), nap=0), json.load(sys.stdin))")
 
 
+def asks_of(jobs: list[dict]) -> list[tuple]:
+    """The SMPs madquery sends for `jobs` (its own asks: (kind, route, attribute, modifier))."""
+    return [a for q in jobs for a in next(answer(q))]
+
+
 def bare_rate(target: SimTarget, jobs: list[dict], window: int) -> tuple[float, int]:
     """SMPs per second one reader with `window` SMPs in flight gets from ibsim on `jobs`: with
     window 1 (what libibmad's `smp_query_via` allows), beside Loom's, it shows what keeping
     several in flight buys."""
-    smps = sum(len(j["ins"] or [0]) + 2 for j in jobs)
+    smps = len(asks_of(jobs))
     with client_dir() as cwd:
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", READER, str(window)], input=json.dumps(jobs), env=target.d.env(),
@@ -78,17 +83,20 @@ def bare_rate(target: SimTarget, jobs: list[dict], window: int) -> tuple[float, 
     return smps / (time.perf_counter() - t0), smps
 
 
-def bare_c_rate(target: SimTarget, jobs: list[dict], tmp: str, processes: int) -> tuple[float, str]:
-    """SMPs per second of `bench/bare_reader.c` on the SMPs of `jobs` (madquery's own asks),
-    split over `processes` running at once, each with as many in flight as Loom's reader: the
-    floor of the simulator (ibsim and its umad2sim shim) beside Loom's reader.  (nan, why)
-    when it cannot be built or run."""
+def build_bare_reader(tmp: str) -> tuple[Path | None, str]:
+    """`bench/bare_reader.c` compiled into `tmp`: (the program, "") or (None, why not)."""
     exe = Path(tmp) / "bare_reader"
     made = subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(exe), str(ROOT / "bench" / "bare_reader.c"),
                            "-l:libibumad.so.3"], capture_output=True, text=True)
-    if made.returncode != 0:
-        return float("nan"), f"not built: {made.stderr.strip()[:60]}"
-    lines = [f"{path} {attr} {mod}" for q in jobs for _, path, attr, mod in next(answer(q))]
+    return (exe, "") if made.returncode == 0 else (None, f"not built: {made.stderr.strip()[:60]}")
+
+
+def bare_c_rate(target: SimTarget, exe: Path, jobs: list[dict], processes: int) -> tuple[float, str]:
+    """SMPs per second of the bare C reader `exe` on the SMPs of `jobs` (madquery's own asks),
+    split over `processes` running at once, each with as many in flight as Loom's reader: the
+    floor of the simulator (ibsim and its umad2sim shim) beside Loom's reader.  (nan, why)
+    when not all are answered."""
+    lines = [f"{path} {attr} {mod}" for _, path, attr, mod in asks_of(jobs)]
     parts = ["\n".join(lines[i::processes]) + "\n" for i in range(processes)]
     with client_dir() as cwd:
         t0 = time.perf_counter()
@@ -155,7 +163,7 @@ def main(model: Path) -> int:
                        note=last[:70] if code == 0 else f"FAILED: {last[:60]}")
             # the ceiling: the QoS read-back's SMPs, and the CPU ibsim and the readers spend on them
             sn = subnet(fabric, 0)
-            smps = sum(len(j["ins"] or [0]) + 2 for j in qos_jobs(sn, target.d.sm_host))
+            smps = len(asks_of(qos_jobs(sn, target.d.sm_host)))
             ibsim = target.d.pid("ibsim")
             before, kids, t0 = cpu_of(ibsim), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
             target.read_qos(sn)
@@ -165,8 +173,9 @@ def main(model: Path) -> int:
             sim_cpu = cpu_of(ibsim) - before
             report.add(f"{name}: QoS read-back", wall, "s", note=f"{smps:,} SMPs")
             report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s", note=f"{READERS} readers, {SIM_WINDOW} SMPs in flight each")
+            exe, why = build_bare_reader(tmp)
             for processes in (1, READERS):  # one: ibsim's own pace; as many as Loom's: what they cost each other
-                rate, note = bare_c_rate(target, qos_jobs(sn, target.d.sm_host), tmp, processes)
+                rate, note = bare_c_rate(target, exe, qos_jobs(sn, target.d.sm_host), processes) if exe else (float("nan"), why)
                 report.add(f"{name}: … a bare C reader of the same SMPs (bench/bare_reader.c), {processes} at once", rate,
                            "SMP/s", note=f"the simulator's floor: {note}")
             rate, sample = bare_rate(target, qos_jobs(sn, target.d.sm_host)[:600], 1)

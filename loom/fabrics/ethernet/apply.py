@@ -142,8 +142,8 @@ def _why_down(d: FrrTarget, intent: Intent, switch: str) -> str:
     all are (the switch is behind on its FIB)."""
     expected = intent.peers[switch]
     try:
-        peers = d.peers(switch)
-        if all(peers.get(a) == "Established" for a in expected):
+        established, want = sessions(d.peers(switch), expected)
+        if established == want:
             return ""
         down = sessions_down(d.neighbours(switch), switch, expected)
     except TargetError as exc:
