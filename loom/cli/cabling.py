@@ -10,10 +10,9 @@ import tempfile
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from typer.core import TyperGroup
 
-from .common import MODEL_ARG, err, fail, load_model, out, print_model_error, write
+from .common import MODEL_ARG, err, escape, fail, load_model, out, print_model_error, write
 from .sides import DiffError, model_at, side
 
 SHEET_FORMATS = ("csv", "labels", "xlsx", "html")

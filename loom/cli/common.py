@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from loom import pipeline
 
@@ -21,8 +19,39 @@ if TYPE_CHECKING:  # the commands load numpy, pydantic and the rest when they ru
     from loom.expand import Fabric
     from loom.model import ModelError
 
-err = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+class _Console:
+    """A Rich console made when a command first prints: importing Rich costs ~40 ms, which
+    `loom --help` (Typer's own plain help) and every quiet command need not pay."""
+
+    def __init__(self, **options: object) -> None:
+        self._options, self._console = options, None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._made(), name)
+
+    def __enter__(self) -> object:  # Rich's live displays hold the console as a context
+        return self._made().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._made().__exit__(*exc)
+
+    def _made(self):
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+
+err = _Console(stderr=True, soft_wrap=True)
+out = _Console(soft_wrap=True)
+
+
+def escape(text: str) -> str:
+    """Rich's markup escape, imported when a message is printed (see `_Console`)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 MODEL_ARG = typer.Argument(..., help="model file (YAML), e.g. topology/fire-flyer-2.yaml")
 FORMAT_OPT = typer.Option("text", "--format", help="text or json")

@@ -8,10 +8,8 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from .common import (FORMAT_OPT, JSON_OPT, MODEL_ARG, backend_of, err, input_error, json_wanted, load_model, out,
+from .common import (FORMAT_OPT, JSON_OPT, MODEL_ARG, backend_of, err, escape, input_error, json_wanted, load_model, out,
                      print_error, print_model_error, refusals, route_model, write, write_under)
 
 
@@ -53,6 +51,8 @@ def show(model: Path = typer.Argument(..., help="model file (YAML), or a plan fi
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2) + "\n")
         return
+    from rich.table import Table
+
     t = Table(title=f"{s['name']} ({s['technology']})")
     t.add_column("scope")
     for col in ("switches", "nodes", "gpus", "nic ports", "cables", "leaf down used/total"):

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
 if TYPE_CHECKING:
     from loom.expand import Fabric
 
-from .common import (CLOCK, END_A, END_B, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
+from .common import (CLOCK, END_A, END_B, escape, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
                      backend_of, err, fail, input_error, json_wanted, load_model, out, phase, progress, refusals, write)
 
 sim_app = typer.Typer(no_args_is_help=True, help="The embedded simulated fabric: ibsim + OpenSM for InfiniBand, "

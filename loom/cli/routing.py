@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
 from loom import pipeline
 
 if TYPE_CHECKING:
     from loom.expand import Fabric
 
-from .common import (CLOCK, ENGINE_OPT, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
+from .common import (CLOCK, ENGINE_OPT, escape, FORMAT_OPT, INVENTORY_OPT, JSON_OPT, MODEL_ARG, SSH_CONFIG_OPT, TARGET_OPT, UI,
                      backend_of, err, format_of, input_error, json_wanted, load_model, np_default, out, print_error,
                      phase, print_model_error, refusals, route_model, write)
 from .sides import DiffError, model_at, side

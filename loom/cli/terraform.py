@@ -11,7 +11,6 @@ The format is documented in docs/terraform.md; change it only by adding keys.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -76,6 +75,8 @@ def _cables(model: Path, fabric):
 
 
 def _digest(x) -> str:
+    import hashlib
+
     return hashlib.sha256(json.dumps(x, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
