@@ -1,9 +1,11 @@
 """Plan and apply benchmark on the simulated two-zone fabric (issue 24): a no-change plan
 (target ≤ 5 s), a full apply with QoS (target ≤ 10 s), a routing-only apply, and what bounds
 them: the QoS read-back's SMPs per second beside the CPU that ibsim and Loom's readers spend
-on them (2 cores: when the two together use both, the simulation is the ceiling), and beside a
-bare C reader of the same SMPs (`bench/bare_reader.c`, built here with gcc): the simulator's
-floor, which no change to Loom's reader can pass.
+on them (2 cores: when the two together use both, the simulation is the ceiling), with the
+readers' loop in C (`loom/fabrics/infiniband/madexchange.c`, as `loom` runs them) and in Python
+(as on a machine without a C compiler), and beside a bare C reader of the same SMPs
+(`bench/bare_reader.c`, built here with gcc): the simulator's floor, which no change to Loom's
+reader can pass.
 
 Run: `make bench-push` or `.venv/bin/python bench/push.py [MODEL]`.
 """
@@ -31,6 +33,8 @@ from loom.expand.failures import parse_failures, without  # noqa: E402
 from loom.fabrics.infiniband.apply import apply_tables  # noqa: E402
 from loom.fabrics.infiniband.daemon import client_dir  # noqa: E402
 from loom.fabrics.infiniband.madquery import SIM_WINDOW, answer  # noqa: E402
+from loom.fabrics.infiniband import qos_readback  # noqa: E402
+from loom.fabrics.infiniband.compiled import exchange_library  # noqa: E402
 from loom.fabrics.infiniband.qos_readback import READERS, qos_jobs  # noqa: E402
 from loom.fabrics.infiniband.target import SimTarget  # noqa: E402
 from loom.render.opensm import tables_from_dump  # noqa: E402
@@ -54,7 +58,7 @@ def loom(*args: str) -> tuple[float, int, str, dict[str, float]]:
 
 LAST_CPU = 0.0
 # what the readers' CPU is made of: the bare C reader's row (same SMPs, same shim) is the shim's share
-READERS_SHARE = "the readers' share: the umad2sim shim's socket traffic, and Python per SMP (see the bare C reader)"
+READERS_SHARE = "the readers' share: the umad2sim shim's socket traffic, building asks and decoding answers (see the bare C reader)"
 
 
 PHASE = re.compile(r"^  ([^:]+): (\d+\.\d+)s$")
@@ -165,24 +169,28 @@ def main(model: Path) -> int:
             sn = subnet(fabric, 0)
             smps = len(asks_of(qos_jobs(sn, target.d.sm_host)))
             ibsim = target.d.pid("ibsim")
-            before, kids, t0 = cpu_of(ibsim), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-            target.read_qos(sn)
-            wall = time.perf_counter() - t0
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            readers = (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
-            sim_cpu = cpu_of(ibsim) - before
-            report.add(f"{name}: QoS read-back", wall, "s", note=f"{smps:,} SMPs")
-            report.add(f"{name}: QoS read-back rate", smps / wall, "SMP/s", note=f"{READERS} readers, {SIM_WINDOW} SMPs in flight each")
+            for loop, lib in (("C", exchange_library), ("Python", lambda: None)):
+                qos_readback.exchange_library = lib  # the readers' loop (`loom.fabrics.infiniband.compiled`)
+                before, kids, t0 = cpu_of(ibsim), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+                target.read_qos(sn)
+                wall = time.perf_counter() - t0
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                readers = (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
+                sim_cpu = cpu_of(ibsim) - before
+                which = "as loom runs it" if loop == "C" else "where no C compiler is (the SSH target's way)"
+                report.add(f"{name}: QoS read-back, readers' loop in {loop}", wall, "s", note=f"{smps:,} SMPs, {which}")
+                report.add(f"{name}: … rate", smps / wall, "SMP/s", note=f"{READERS} readers, {SIM_WINDOW} SMPs in flight each")
+                report.add(f"{name}: … CPU busy (ibsim + readers)", (readers + sim_cpu) / wall / os.cpu_count() * 100,
+                           "% of all cores", note=f"ibsim {sim_cpu:.1f} s, readers {readers:.1f} s, in {wall:.1f} s")
+            qos_readback.exchange_library = exchange_library
             exe, why = build_bare_reader(tmp)
             for processes in (1, READERS):  # one: ibsim's own pace; as many as Loom's: what they cost each other
                 rate, note = bare_c_rate(target, exe, qos_jobs(sn, target.d.sm_host), processes) if exe else (float("nan"), why)
-                report.add(f"{name}: … a bare C reader of the same SMPs (bench/bare_reader.c), {processes} at once", rate,
+                report.add(f"{name}: a bare C reader of the same SMPs (bench/bare_reader.c), {processes} at once", rate,
                            "SMP/s", note=f"the simulator's floor: {note}")
             rate, sample = bare_rate(target, qos_jobs(sn, target.d.sm_host)[:600], 1)
-            report.add(f"{name}: … the same reader with one SMP in flight", rate, "SMP/s",
+            report.add(f"{name}: … the bare reader with one SMP in flight", rate, "SMP/s",
                        note=f"{sample:,} SMPs of the read-back (libibmad's smp_query_via waits for each)")
-            report.add(f"{name}: CPU busy during the read-back (ibsim + readers)", (readers + sim_cpu) / wall / os.cpu_count() * 100,
-                       "% of all cores", note=f"ibsim {sim_cpu:.1f} s, readers {readers:.1f} s, in {wall:.1f} s")
         finally:
             loom("sim", "down", "--force", str(model))
     console.print(report.table())

@@ -18,6 +18,24 @@ from loom.fabrics.infiniband.madquery import DATA_AT, MAD_SIZE, Port, answer_all
 HEAD = 64  # sizeof(struct ib_user_mad), what umad_size() says
 
 
+@pytest.fixture(params=["python", "c"])
+def loop(request, monkeypatch):
+    """Each test of the exchange runs on both of its loops: madquery's own, and madexchange.c's
+    (built here as `loom sim` builds it; `make setup` installs the compiler)."""
+    if request.param == "c":
+        from loom.fabrics.infiniband.compiled import exchange_library
+
+        lib = exchange_library()
+        assert lib, "madexchange.c did not build: is cc installed (`make setup`)?"
+        monkeypatch.setenv(madquery.MADEXCHANGE, lib)
+    else:
+        from loom.fabrics.infiniband import qos_readback
+
+        monkeypatch.delenv(madquery.MADEXCHANGE, raising=False)
+        monkeypatch.setattr(qos_readback, "exchange_library", lambda: None)  # the simulator's readers too
+    return request.param
+
+
 def content(mad: bytes) -> bytes:
     """What the stand-in fabric holds for a request: a function of its route (hop count and
     initial path), attribute, modifier and PortSelect, so an answer given to the wrong request shows."""
@@ -78,7 +96,7 @@ def lft_of(path: str, blocks: list[int]) -> dict[str, list[int]]:
     return {str(b): list(expect(path, madquery.ATTR_LFT, b)) for b in blocks}
 
 
-def test_answers_out_of_order_land_under_their_own_keys():
+def test_answers_out_of_order_land_under_their_own_keys(loop):
     fake = FakeUmad()
     answers, errors = answer_all(Port(window=16, lib=fake), TWO_TABLES)
     assert errors == []
@@ -92,7 +110,7 @@ def test_answers_out_of_order_land_under_their_own_keys():
                                    "high": madquery.vlarb(expect("0,1,7", madquery.ATTR_VLARB, (3 << 16) | 3))}
 
 
-def test_the_window_bounds_what_is_in_flight():
+def test_the_window_bounds_what_is_in_flight(loop):
     """No more than `window` requests are out unanswered at once (what hardware's VL15 can take)."""
     fake, most = FakeUmad(), [0]
     send = fake.umad_send
@@ -106,7 +124,7 @@ def test_the_window_bounds_what_is_in_flight():
     assert errors == [] and len(answers) == 3 and most[0] == 4
 
 
-def test_a_dropped_request_is_sent_again_and_one_never_answered_is_named(monkeypatch):
+def test_a_dropped_request_is_sent_again_and_one_never_answered_is_named(monkeypatch, loop):
     monkeypatch.setattr(madquery, "TIMEOUT_MS", 30)
     once, never = expect("0,1", madquery.ATTR_LFT, 2), expect("0,1,7", madquery.ATTR_LFT, 4)
     fake = FakeUmad(drop={once: 1, never: madquery.TRIES})
@@ -117,7 +135,7 @@ def test_a_dropped_request_is_sent_again_and_one_never_answered_is_named(monkeyp
     assert fake.sends == 6 + 6 + 6 + 1 + (madquery.TRIES - 1)
 
 
-def test_an_error_status_and_a_bad_route_fail_their_query_only():
+def test_an_error_status_and_a_bad_route_fail_their_query_only(loop):
     fake = FakeUmad(status={expect("0,1", madquery.ATTR_LFT, 5)})
     queries = TWO_TABLES + [{"key": "bad", "path": "0,x", "lft": [0]}]
     answers, errors = answer_all(Port(window=16, lib=fake), queries)
@@ -125,7 +143,7 @@ def test_an_error_status_and_a_bad_route_fail_their_query_only():
     assert errors == ["spine: error status 0xc from 0,1 (attribute 0x19, modifier 0x5)", "bad: bad directed route 0,x"]
 
 
-def test_counters_without_the_extended_ones_keep_the_32_bit_ones():
+def test_counters_without_the_extended_ones_keep_the_32_bit_ones(loop):
     """A node that refuses PortCountersExtended (status) still reports its PortCounters."""
     fake = FakeUmad(status={content(madquery.pma_get(2, madquery.ATTR_PORT_COUNTERS_EXT))})
     [a], errors = answer_all(Port(lib=fake), [{"key": "c:sw", "lid": 5, "counters": [1, 2]}])
@@ -133,7 +151,7 @@ def test_counters_without_the_extended_ones_keep_the_32_bit_ones():
 
 
 @pytest.mark.sim
-def test_two_switches_tables_read_in_one_window_match_dump_fts(tiny_up):
+def test_two_switches_tables_read_in_one_window_match_dump_fts(tiny_up, loop):
     """On the simulated fabric: every block of every switch's table, all in one reader run (many
     requests of different switches in flight at once), equals what `dump_fts` reads."""
     from loom.expand import load_fabric
@@ -161,7 +179,7 @@ def test_an_sl2vl_row_reads_sl_0_first_from_the_high_nibble():
     assert madquery.sl2vl(bytes([0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF]) + bytes(56)) == "0123456789abcdef"
 
 
-def test_a_lost_request_is_sent_again_while_answers_keep_coming(monkeypatch):
+def test_a_lost_request_is_sent_again_while_answers_keep_coming(monkeypatch, loop):
     """The oldest request's deadline is looked at every `EXPIRE_EVERY` answers, not only when
     the queue runs dry: a request lost early is sent again while the others still flow (under
     the simulator the queue rarely empties before the end)."""
@@ -186,3 +204,32 @@ def test_a_lost_request_is_sent_again_while_answers_keep_coming(monkeypatch):
     answers, errors = answer_all(Port(window=16, lib=fake, nap=0.0), [{"key": "spine", "path": "0,1", "lft": blocks}])
     assert errors == [] and answers[0]["lft"] == lft_of("0,1", blocks)
     assert resent_at and resent_at[0] < len(blocks) - 16, resent_at  # before the last window was sent
+
+
+@pytest.mark.sim
+def test_a_switch_that_drops_its_queries_is_named_and_the_rest_read(tiny_up, loop):
+    """ibsim's `Error` command drops every SL2VL query to one switch: each of its ports is named
+    unanswered (after every try), and every other port's tables are read."""
+    import json
+    import os
+    import subprocess
+
+    from loom.expand import load_fabric
+    from loom.fabrics.infiniband.daemon import client_dir
+    from loom.fabrics.infiniband.qos_readback import READER, qos_jobs
+    from loom.fabrics.infiniband.sim import console
+    from loom.routing import subnet
+
+    from .simfabric import TINY
+
+    sn = subnet(load_fabric(TINY), 0)
+    jobs, lost = qos_jobs(sn, tiny_up.sm_host), sn.name(0)
+    console(tiny_up.dir, [f'Error "{lost}" 100 {madquery.ATTR_SL2VL}'])
+    env = tiny_up.env() | ({madquery.MADEXCHANGE: os.environ[madquery.MADEXCHANGE]} if loop == "c" else {})
+    with client_dir() as cwd:
+        r = subprocess.run(READER, input=json.dumps(jobs), env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got, mine = json.loads(r.stdout), [j["key"] for j in jobs if j["key"].startswith(f"{lost}/")]
+    assert mine and sorted(e.split(": ")[0] for e in got["errors"]) == sorted(mine), got["errors"]
+    assert all("no answer from" in e and "attribute 0x17" in e for e in got["errors"]), got["errors"]
+    assert sorted(a["key"] for a in got["answers"]) == sorted(j["key"] for j in jobs if j["key"] not in mine)

@@ -46,6 +46,9 @@ def test_the_wheel_runs_outside_the_checkout(installed):
                            capture_output=True, text=True, check=True).stdout
     assert str(bin_dir.parent) in where and str(ROOT) not in where
     assert run(installed, "--version").stdout.strip() == "loom 0.1.0"
+    source = subprocess.run([str(bin_dir / "python"), "-c", "from loom.fabrics.infiniband.compiled import SOURCE; "
+                             "print(SOURCE.is_file())"], cwd=work, capture_output=True, text=True, check=True).stdout
+    assert source.strip() == "True"  # the MAD reader's C loop travels as source, built where it runs
     res = run(installed, "check", "tiny.yaml", "--ebb-samples", "0")
     assert res.returncode == 0, res.stdout + res.stderr
     res = run(installed, "cabling", "tiny.yaml", "--format", "html", "--out", "tiny.html")

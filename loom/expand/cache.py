@@ -87,7 +87,7 @@ def key_of(model: bytes | None, lock: bytes | None, as_built: bool) -> str:
     return h.hexdigest()
 
 
-def _directory() -> Path | None:
+def directory() -> Path | None:
     """The cache directory, made if need be; None if it is off, not ours, or cannot be made."""
     d = cache_dir()
     if d is None:
@@ -103,7 +103,7 @@ def _directory() -> Path | None:
 
 def get(name: str):
     """The fabric kept under `name`, None on a miss (a damaged entry is removed)."""
-    d = _directory()
+    d = directory()
     if d is None:
         return None
     path = d / f"{name}.fabric"
@@ -135,7 +135,7 @@ def put(name: str, fabric) -> None:
     """Keep `fabric` under `name`; the least recently used entries beyond KEEP go."""
     from loom.files import write_atomic
 
-    d = _directory()
+    d = directory()
     if d is None:
         return
     body = pickle.dumps(_packed(fabric), protocol=pickle.HIGHEST_PROTOCOL)

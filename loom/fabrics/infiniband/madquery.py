@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+from array import array
+from itertools import accumulate
 import errno
 import gc
 import json
@@ -53,6 +55,11 @@ WINDOW = 16  # requests in flight per process (see the module doc)
 # 3.9 CPU-s with the wait, 2.3-2.5 s and 2.9-3.2 CPU-s with the nap (32 or 128 in flight: no better)
 SIM_WINDOW, SIM_NAP = 64, 0.0001
 EXPIRE_EVERY = 256  # answers between looks at the oldest request's deadline while answers keep coming
+
+MADEXCHANGE = "LOOM_MADEXCHANGE"  # the path of madexchange.c built (loom.fabrics.infiniband.compiled)
+PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_int)
+SEND_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int)
+RECV_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
 
 SMP, PMA = "smp", "pma"  # the two kinds of ask: (SMP, path, attr, mod[, data to Set]), (PMA, lid, port, attr)
 
@@ -107,6 +114,7 @@ class Port:
         `window` and `nap` (seconds to sleep when no answer is queued; 0: wait for one in
         `umad_recv`) default to the simulator's or the hardware's (see `SIM_NAP`)."""
         simulated = "umad2sim" in os.environ.get("LD_PRELOAD", "")
+        self.compiled = compiled_exchange()
         window = window or (SIM_WINDOW if simulated else WINDOW)
         self.nap = (SIM_NAP if simulated else 0.0) if nap is None else nap
         lib = self.lib = lib or ctypes.CDLL("libibumad.so.3", use_errno=True)
@@ -160,7 +168,10 @@ class Port:
         same MADs, `bench/bare_reader.c`): the buffers are bytearrays that libibumad reads and
         writes in place (no ctypes call to fill or read them), and the oldest request's deadline
         is looked at when no answer came and every `EXPIRE_EVERY` answers (a lost request is
-        sent again within about that many answers of its deadline, even while answers pour in)."""
+        sent again within about that many answers of its deadline, even while answers pour in).
+        With the C build of this loop (`MADEXCHANGE`), that runs instead."""
+        if self.compiled is not None:
+            return self._exchange_in_c(built, done)
         lib, fd, head, monotonic, nap, sleep = self.lib, self.fd, self.head, time.monotonic, self.nap, time.sleep
         send_, recv = lib.umad_send, lib.umad_recv
         sarr, rarr = bytearray(head + MAD_SIZE), bytearray(head + MAD_SIZE)
@@ -234,6 +245,74 @@ class Port:
                     expire()
         done(finished)
         return out
+
+    def _exchange_in_c(self, built: list[tuple[int, bytes, int, int, tuple]], done) -> list:
+        """`exchange` by madexchange.c's `loom_exchange`: the requests as arrays (each distinct
+        packet once), the answers' data in one buffer, cut per request here."""
+        n, index = len(built), {}
+        packet_of = array("i", [index.setdefault(id(b[1]), len(index)) for b in built])
+        packets = b"".join({id(b[1]): b[1] for b in built}.values())  # in `index`'s order: first seen
+        agents, mods, lens = array("i", [b[0] for b in built]), array("I", [b[2] for b in built]), array("i", [b[3] for b in built])
+        at = array("q", accumulate(lens, initial=0))
+        data, result = bytearray(at[-1] or 1), array("i", bytes(4 * n))
+        failed_at, err = ctypes.c_int(), ctypes.c_int()
+        tid0 = (self.tid + 1) & 0xFFFFFFFF
+        self.tid = (self.tid + n * TRIES) & 0xFFFFFFFF  # every TID the exchange may use is spent
+
+        def address(a) -> int:
+            return a.buffer_info()[0] if isinstance(a, array) else ctypes.addressof((ctypes.c_char * len(a)).from_buffer(a))
+
+        keep, calls = self._umad_calls()
+        rc = self.compiled(*calls, self.fd, n, address(agents), packets, self.head, address(packet_of), address(mods),
+                           address(lens), address(at), self.window, TIMEOUT_MS, TRIES, int(self.nap * 1e6), EXPIRE_EVERY, tid0,
+                           address(data), address(result), PROGRESS_FN(done), ctypes.byref(failed_at), ctypes.byref(err))
+        if rc == -1:
+            raise RuntimeError(f"cannot send to {what(built[failed_at.value][4])}: {os.strerror(err.value)}")
+        if rc == -2:
+            raise RuntimeError(f"cannot receive on the local IB port: {os.strerror(err.value)}")
+        if rc != 0:
+            raise MemoryError("the C exchange could not allocate its tables")
+        del keep  # (the stand-in's wrappers lived through the call)
+        view = memoryview(data)
+        return [view[at[i]:at[i] + lens[i]].tobytes() if r == 0 else
+                f"no answer from {what(built[i][4])}" if r == -1 else f"error status {r:#x} from {what(built[i][4])}"
+                for i, r in enumerate(result)]
+
+
+    def _umad_calls(self) -> tuple[list, tuple[int, int]]:
+        """(what must outlive the exchange, (umad_send, umad_recv) as C function addresses):
+        libibumad's own, or a stand-in's Python calls wrapped, handed the packet buffer as an
+        array of its bytes, as the Python loop hands it."""
+        size, lib = self.head + MAD_SIZE, self.lib
+        try:
+            return [], (ctypes.cast(lib.umad_send, ctypes.c_void_p).value, ctypes.cast(lib.umad_recv, ctypes.c_void_p).value)
+        except ctypes.ArgumentError:  # a Python stand-in (the tests' fabric)
+            pass
+
+        def send(fd, agent, buf, length, timeout, retries):
+            return lib.umad_send(fd, agent, (ctypes.c_char * size).from_address(buf), length, timeout, retries)
+
+        def recv(fd, buf, length, timeout):
+            return lib.umad_recv(fd, (ctypes.c_char * size).from_address(buf), length, timeout)
+        keep = [SEND_FN(send), RECV_FN(recv)]
+        return keep, tuple(ctypes.cast(f, ctypes.c_void_p).value for f in keep)
+
+
+def compiled_exchange():
+    """madexchange.c's `loom_exchange` from the library `MADEXCHANGE` names, or None (not named,
+    or not loadable): `Port.exchange` then runs its Python loop, which does the same."""
+    path = os.environ.get(MADEXCHANGE)
+    if not path:
+        return None
+    try:
+        fn = ctypes.CDLL(path).loom_exchange
+    except (OSError, AttributeError):
+        return None
+    i, p = ctypes.c_int, ctypes.c_void_p
+    fn.argtypes = [p, p, i, i, p, ctypes.c_char_p, ctypes.c_size_t, p, p, p, p, i, i, i, i, i, ctypes.c_uint32, p, p, PROGRESS_FN,
+                   ctypes.POINTER(i), ctypes.POINTER(i)]
+    fn.restype = i
+    return fn
 
 
 def port_counters(raw: bytes) -> dict[str, int]:

@@ -28,9 +28,10 @@ from loom.routing.subnet import NONE, TO_SWITCH, Subnet
 
 from loom.progress import counting
 
+from .compiled import exchange_library
 from .daemon import Daemons, client_dir
 from . import madquery
-from .madquery import PROGRESS
+from .madquery import MADEXCHANGE, PROGRESS
 from .sim import SimError
 
 ROW = re.compile(r"ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|")
@@ -151,9 +152,11 @@ READER = [sys.executable, "-P", str(Path(madquery.__file__))]
 
 def _madquery(d: Daemons, jobs: list[dict], advance, what: str) -> dict:
     """Answer `jobs` in one `loom.fabrics.infiniband.madquery` process: {"answers": [...], "errors": [...]}."""
+    env, lib = d.env(), exchange_library()
+    if lib:  # the reader's loop in C (`loom.fabrics.infiniband.compiled`)
+        env[MADEXCHANGE] = lib
     with client_dir() as cwd:
-        code, stdout, stderr = _run_counted(READER, json.dumps(jobs),
-                                            d.env(), cwd, advance)
+        code, stdout, stderr = _run_counted(READER, json.dumps(jobs), env, cwd, advance)
     if code is None:
         raise SimError(f"{what} did not finish within {READ_TIMEOUT}s (is ibsim answering?)")
     if code != 0:
