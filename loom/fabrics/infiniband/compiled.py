@@ -1,5 +1,5 @@
 """The C build of madquery's exchange loop (`madexchange.c`): compiled once per version of its
-source into Loom's cache directory, and named to the reader processes by `ENV`.
+source into Loom's cache directory, and named to the reader processes by `madquery.MADEXCHANGE`.
 
 Why C: under the simulator the reader's loop runs once per MAD, 210,808 times in a two-zone
 read-back, and Python spends ~15 µs of CPU on each where ibsim spends ~6 — the no-change plan
@@ -19,8 +19,6 @@ import tempfile
 from pathlib import Path
 
 from loom.expand import cache
-
-from .madquery import MADEXCHANGE as ENV  # the library's path, for madquery (`madquery.compiled_exchange`)
 
 SOURCE = Path(__file__).with_name("madexchange.c")
 FLAGS = ["-O2", "-shared", "-fPIC"]
