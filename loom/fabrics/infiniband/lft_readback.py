@@ -35,7 +35,8 @@ def changed_entries(before: Tables, after: Tables, rows: list[int]) -> Entries:
 
 
 def blocks_of(entries: Entries) -> dict[int, list[int]]:
-    return {r: sorted({int(lid) // BLOCK for lid in lids}) for r, lids in entries.items()}
+    """The LFT blocks (64 LIDs each) that hold each switch's entries, in order."""
+    return {r: np.unique(np.asarray(lids, dtype=np.int64) // BLOCK).tolist() for r, lids in entries.items()}
 
 
 def read_live(target, sn) -> Tables:
