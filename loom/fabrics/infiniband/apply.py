@@ -16,7 +16,6 @@ QoS table whatever the switches hold, so drift made on a switch is repaired, not
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -44,13 +43,14 @@ from loom.routing.updown import UpDown
 from .checked import check_plan, failing_checks, push_verdict
 from .design import design_files, last_applied
 from .edited import edited_files
-from .lft_readback import Entries, block_mismatch, blocks_of, changed_entries, read_blocks, read_live, whole_tables
+from .lft_readback import (Entries, block_jobs, block_mismatch, blocks_answered, blocks_of, changed_entries, read_blocks, read_live,
+                           whole_tables)
 from .pkeys import files as pkey_files, finish_files as pkey_finish, partitions_change, stale as pkeys_stale
 from .pkeys import verify as verify_pkeys
 from .plan import Routed, drifted, model_routing, routing_key
 from .planned import inputs_digest, recalled
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
-from .qos_readback import digest, mismatches
+from .qos_readback import digest, directed_routes, mismatches, qos_answered, qos_jobs
 from .target import Target
 from .targets import target_of_plan
 
@@ -330,19 +330,24 @@ def _read_back_lfts(d: Target, change: Change) -> tuple[str | None, str]:
     """How the forwarding tables read back differ from the change's (None: they do not), and
     the digest of what is live now (the change's tables: they were read back whole or, after a
     reload, at every entry that changed)."""
-    entries = change.touched if change.touched is not None else whole_tables(change.tables, change.in_service)
+    entries = _entries_read_back(change)
     back = read_blocks(d, change.subnet, blocks_of(entries))
     return block_mismatch(change.tables, entries, back), digest_tables(change.tables)
 
 
+def _entries_read_back(change: Change) -> Entries:
+    return change.touched if change.touched is not None else whole_tables(change.tables, change.in_service)
+
+
 def _read_back_both(d: Target, change: Change) -> tuple[tuple[str | None, str], dict]:
-    """The forwarding tables and the QoS tables read back at once (the QoS in a thread: its
-    readers are processes, so both keep the fabric busy); both finish before either's error
-    is raised, so a restore never runs beside a read-back."""
-    with ThreadPoolExecutor(1) as pool:  # leaving it waits for the QoS read-back, also on an error
-        qos = pool.submit(d.read_qos, change.subnet)
-        lfts = _read_back_lfts(d, change)
-        return lfts, qos.result()
+    """The forwarding tables' blocks and the QoS tables in one read-back (`_read_back_lfts`'
+    answer, `read_qos`'): one set of reader processes answers both, where two sets at once
+    took turns on the cores (3.0 s against the QoS tables' 2.4 s alone on two zones)."""
+    entries = _entries_read_back(change)
+    paths, _ = directed_routes(change.subnet, d.sm_ca())
+    answers = d.smp(block_jobs(paths, blocks_of(entries)) + qos_jobs(change.subnet, d.sm_ca()), "the read-back")
+    wrong = block_mismatch(change.tables, entries, blocks_answered(answers))
+    return (wrong, digest_tables(change.tables)), qos_answered(answers)
 
 
 def _live_tables(d: Target, sn, progress) -> Tables:

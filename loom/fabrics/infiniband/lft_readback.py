@@ -80,20 +80,26 @@ def _ask(target, sn, blocks: dict[int, list[int]], what: str, ident: bool = Fals
     route).  With `ident` a switch that does not answer is left out, for the caller to name
     with what to do; without it, the target's own error names it."""
     paths, _ = directed_routes(sn, target.sm_ca())
+    answers = target.smp(block_jobs(paths, blocks, ident), what, every=not ident)
+    who = {int(a["key"][3:]): a for a in answers if a["key"].startswith("id ")}
+    return blocks_answered(answers), who, paths
+
+
+def block_jobs(paths: dict[int, str], blocks: dict[int, list[int]], ident: bool = False) -> list[dict]:
+    """madquery jobs for the blocks of each switch row (by its directed route in `paths`; a row
+    without one is not asked), and with `ident` for who answers there."""
     jobs = []
     for r, numbers in blocks.items():
         if r in paths:
             jobs.append({"key": str(r), "path": paths[r], "lft": numbers})
             if ident:
                 jobs.append({"key": f"id {r}", "path": paths[r], "ident": 1})
-    tables: dict[int, dict[int, list[int]]] = {}
-    who: dict[int, dict] = {}
-    for a in target.smp(jobs, what, every=not ident):
-        if a["key"].startswith("id "):
-            who[int(a["key"][3:])] = a
-        else:
-            tables[int(a["key"])] = {int(b): ports for b, ports in a["lft"].items()}
-    return tables, who, paths
+    return jobs
+
+
+def blocks_answered(answers: list[dict]) -> dict[int, dict[int, list[int]]]:
+    """Row → block → 64 ports, from the answers to `block_jobs` (others are passed over)."""
+    return {int(a["key"]): {int(b): ports for b, ports in a["lft"].items()} for a in answers if "lft" in a}
 
 
 def whole_tables(t: Tables, in_service: list[int] | None) -> Entries:

@@ -112,8 +112,13 @@ def read_qos(d: Daemons, sn: Subnet) -> dict[str, dict]:
     d.health()
     jobs = qos_jobs(sn, d.sm_host)
     with counting("QoS read-back (ports)", len(jobs)) as advance:
-        answers = madqueries(d, jobs, advance, "QoS read-back", "ports")
-    return {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in sorted(answers, key=lambda a: a["key"])}
+        return qos_answered(madqueries(d, jobs, advance, "QoS read-back", "ports"))
+
+
+def qos_answered(answers: list[dict]) -> dict[str, dict]:
+    """The answers to `qos_jobs` as `read_qos` gives them, by port (others are passed over)."""
+    return {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in sorted(answers, key=lambda a: a["key"])
+            if "sl2vl" in a}
 
 
 def madqueries(d: Daemons, jobs: list[dict], advance=lambda n: None, what: str = "QoS read-back",

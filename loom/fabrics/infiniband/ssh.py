@@ -36,7 +36,7 @@ from loom.files import TEMP_PREFIX
 from loom.push.ssh import Connection, SshError, clean, close_all, whole
 from loom.push.state import ssh_state_dir as state_dir
 from .inventory import SmHost, host_from_dict, sm_hosts
-from .qos_readback import qos_jobs
+from .qos_readback import qos_answered, qos_jobs
 from .target import INPUTS
 
 READ_TIMEOUT = 600  # seconds for dump_fts / the QoS read-back on the master
@@ -199,8 +199,7 @@ class SshTarget:
         return res.stdout
 
     def read_qos(self, sn: Subnet) -> dict:
-        answers = self.smp(qos_jobs(sn, self.master.ca), "the QoS read-back")
-        return {a["key"]: {"sl2vl": a["sl2vl"], "vlarb": a["vlarb"]} for a in sorted(answers, key=lambda a: a["key"])}
+        return qos_answered(self.smp(qos_jobs(sn, self.master.ca), "the QoS read-back"))
 
     def sm_ca(self) -> str:
         return self.master.ca

@@ -184,10 +184,13 @@ class SimTarget:
         return self.d.sm_host
 
     def smp(self, jobs: list[dict], what: str, every: bool = True) -> list[dict]:
+        from loom.progress import counting
+
         from .qos_readback import madqueries
 
         self.d.health()
-        return madqueries(self.d, jobs, what=what, every=every)
+        with counting(f"{what} (queries)", len(jobs)) as advance:
+            return madqueries(self.d, jobs, advance, what=what, every=every)
 
     def _paths(self) -> dict[str, Path]:
         return {"lfts": self.d.lfts_file, "conf": self.d.conf_file, "guid2lid": self.d.guid2lid_file,
