@@ -16,6 +16,7 @@ QoS table whatever the switches hold, so drift made on a switch is repaired, not
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -109,9 +110,12 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
                   from_edited: bool = False) -> ApplyResult:
     phases: dict[str, float] = {}
     progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS)")
-    checked = timed(phases, "check plan", check_plan, plan)
+    with ThreadPoolExecutor(1) as pool:  # the checks are CPU, the live tables' read-back waits on the fabric
+        reading = []
+        checked = timed(phases, "check plan + read live at once", check_plan, plan, "the plan",
+                        lambda sn: reading.append(pool.submit(_live_tables, d, sn, progress)))
+        live = reading[0].result()
     t = checked.tables
-    live = timed(phases, "read live", _live_tables, d, t.subnet, progress)
     live_sha = digest_tables(live)
     in_service = _in_service(t)
     q = plan["qos"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from loom.checks import check_tables
 from loom.expand import Fabric
@@ -17,6 +18,7 @@ from loom.render.opensm import DumpMismatch, guid2lid, lfts_dump, match_dump, pa
 from loom.render.opensm_qos import sm_options
 from loom.routing import subnet
 from loom.routing.base import Tables
+from loom.routing.subnet import Subnet
 
 from loom.push.errors import PlanError
 from loom.push.planfile import as_planned, check_signed, checked_model
@@ -64,8 +66,10 @@ class CheckedPlan:
     design_lfts: str | None  # design tables the plan carries for loom to keep (`design.py`), as dump text
 
 
-def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
-    """Raise PlanError with the first reason not to push this plan; else its checked contents."""
+def check_plan(plan: dict, where: str = "the plan", on_subnet: Callable[[Subnet], None] = lambda sn: None) -> CheckedPlan:
+    """Raise PlanError with the first reason not to push this plan; else its checked contents.
+    `on_subnet` hears the subnet the plan was made for once its signature and tables' digest
+    hold, before the checks run on it (apply reads the live tables meanwhile)."""
     check_signed(plan, REQUIRED, where)
     want = rows_text(plan["desired_lfts"], where, "desired_lfts")
     previous = rows_text(plan["previous_lfts"], where, "previous_lfts")
@@ -73,8 +77,10 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
         raise PlanError(f"{where}: desired_lfts do not match desired_sha256 (the tables were edited); run `loom plan` again")
     model = Path(plan["model"])
     fabric = as_planned(plan, checked_model(plan, where), where)
+    sn = subnet(fabric, 0)
+    on_subnet(sn)
     try:
-        tables = _tables_of(fabric, want, "plan")
+        tables = _tables_of(sn, want, "plan")
     except DumpMismatch as exc:
         raise PlanError(f"{where}: desired_lfts do not fit the fabric of {model} ({exc}); run `loom plan` again") from None
     qos = plan_qos(fabric.model)
@@ -95,14 +101,13 @@ def check_plan(plan: dict, where: str = "the plan") -> CheckedPlan:
 def check_input_file(fabric: Fabric, text: str) -> list[str]:
     """Failing checks of an OpenSM input file found on disk (start-up after a crash)."""
     try:
-        tables = _tables_of(fabric, text, "input file")
+        tables = _tables_of(subnet(fabric, 0), text, "input file")
     except DumpMismatch as exc:
         return [f"fit to the model ({exc})"]
     return failing_checks(push_verdict(tables, plan_qos(fabric.model)))
 
 
-def _tables_of(fabric: Fabric, text: str, engine: str) -> Tables:
-    """Tables of a dump that must be this fabric's (its switches and LIDs), else DumpMismatch."""
-    sn = subnet(fabric, 0)
+def _tables_of(sn: Subnet, text: str, engine: str) -> Tables:
+    """Tables of a dump that must be this subnet's (its switches and LIDs), else DumpMismatch."""
     match_dump(sn, parse_lfts_dump(text), text)
     return tables_from_dump(sn, text, engine)
