@@ -233,3 +233,19 @@ def test_a_switch_that_drops_its_queries_is_named_and_the_rest_read(tiny_up, loo
     assert mine and sorted(e.split(": ")[0] for e in got["errors"]) == sorted(mine), got["errors"]
     assert all("no answer from" in e and "attribute 0x17" in e for e in got["errors"]), got["errors"]
     assert sorted(a["key"] for a in got["answers"]) == sorted(j["key"] for j in jobs if j["key"] not in mine)
+
+
+def test_an_interrupt_in_the_progress_callback_stops_the_exchange(monkeypatch, loop):
+    """A Ctrl-C lands in the progress callback (the only Python the C loop runs): the exchange
+    stops there and raises it — ctypes alone would print it and go on to the end."""
+    monkeypatch.setattr(madquery, "EXPIRE_EVERY", 4)
+    fake = FakeUmad()
+    port = Port(window=4, lib=fake)
+    built = [port.build((madquery.SMP, "0,1", madquery.ATTR_LFT, b)) for b in range(64)]
+
+    def interrupted(finished: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        port.exchange(built, interrupted)
+    assert fake.sends < len(built)

@@ -41,7 +41,7 @@ from loom.routing.base import NO_ROUTE
 from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
-from .checked import check_plan, failing_checks, push_verdict
+from .checked import CheckedPlan, check_plan, failing_checks, push_verdict
 from .design import design_files, last_applied
 from .edited import edited_files
 from .lft_readback import (Entries, block_jobs, block_mismatch, blocks_answered, blocks_of, changed_entries, read_blocks, read_live,
@@ -110,11 +110,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
                   from_edited: bool = False) -> ApplyResult:
     phases: dict[str, float] = {}
     progress("checking the plan (digests, reachability, loops, deadlock per VL, balance, QoS)")
-    with ThreadPoolExecutor(1) as pool:  # the checks are CPU, the live tables' read-back waits on the fabric
-        reading = []
-        checked = timed(phases, "check plan + read live at once", check_plan, plan, "the plan",
-                        lambda sn: reading.append(pool.submit(_live_tables, d, sn, progress)))
-        live = reading[0].result()
+    checked, live = timed(phases, "check plan + read live at once", _checked_and_live, plan, d, progress)
     t = checked.tables
     live_sha = digest_tables(live)
     in_service = _in_service(t)
@@ -352,6 +348,17 @@ def _read_back_both(d: Target, change: Change) -> tuple[tuple[str | None, str], 
     answers = d.smp(block_jobs(paths, blocks_of(entries)) + qos_jobs(change.subnet, d.sm_ca()), "the read-back")
     wrong = block_mismatch(change.tables, entries, blocks_answered(answers))
     return (wrong, digest_tables(change.tables)), qos_answered(answers)
+
+
+def _checked_and_live(plan: dict, d: Target, progress) -> tuple[CheckedPlan, Tables]:
+    """The plan checked (`check_plan`) and the live tables read (`_live_tables`) at once: the
+    checks are CPU, the read waits on the fabric.  The read starts once the plan's signature
+    and digests hold; a plan refused after that is said when the read has ended (a second on
+    the simulated two zones), as no read is left running behind a refusal."""
+    with ThreadPoolExecutor(1) as pool:
+        reading = []
+        checked = check_plan(plan, "the plan", lambda sn: reading.append(pool.submit(_live_tables, d, sn, progress)))
+        return checked, reading[0].result()
 
 
 def _live_tables(d: Target, sn, progress) -> Tables:

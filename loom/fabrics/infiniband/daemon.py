@@ -37,6 +37,7 @@ from .sim import SimError, client_env, sm_host, start_ibsim, tools_missing
 
 READ_TIMEOUT = 120  # seconds for one dump_fts of the whole fabric (0.7 s on two zones)
 HEALTH_EVERY = 0.2  # seconds between looks at the daemons' health while waiting for a sweep
+SWEPT = b"SUBNET UP"  # what OpenSM's log says at the end of every sweep
 CLIENT_PREFIX = "loom-client-"
 
 
@@ -207,8 +208,8 @@ class Daemons:
         health every `HEALTH_EVERY`: a full apply waits here ~5 s while OpenSM and ibsim need
         both cores, and reading the whole log and /proc at each look took 0.7 s of CPU from them."""
         deadline, healthy_until = time.monotonic() + timeout, 0.0
-        start = self.log.stat().st_size if self.log.exists() else 0
-        before = self.sweeps()
+        seen = self.log.read_bytes() if self.log.exists() else b""
+        start, before = len(seen), seen.count(SWEPT)
         while self._sweeps_from(start, before) <= count:
             now = time.monotonic()
             if now > deadline:
@@ -221,13 +222,15 @@ class Daemons:
 
     def _sweeps_from(self, offset: int, before: int) -> int:
         """`sweeps()`, knowing that the log's first `offset` bytes hold `before` of them: only
-        what came after is read (all of it if the log was started anew)."""
+        what came after is read (all of it if the log was started anew), from a few bytes before
+        `offset` — a line written in two pieces may have split the mark there, and a whole mark
+        cannot fit in those few bytes, so none is counted twice."""
         try:
             with open(self.log, "rb") as f:
                 if f.seek(0, os.SEEK_END) < offset:
                     return self.sweeps()
-                f.seek(offset)
-                return before + f.read().count(b"SUBNET UP")
+                f.seek(max(0, offset - len(SWEPT) + 1))
+                return before + f.read().count(SWEPT)
         except FileNotFoundError:
             return 0
 

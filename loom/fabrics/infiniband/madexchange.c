@@ -30,9 +30,9 @@ enum { MAD = 256, DATA_AT = 64 };
 enum { ANSWERED = 0, UNANSWERED = -1 };  /* > 0: the MAD status of an error answer */
 
 /* the exchange's own failures (its return value; the request's index in *failed_at) */
-enum { DONE = 0, SEND_FAILED = -1, RECV_FAILED = -2, NO_MEMORY = -3 };
+enum { DONE = 0, SEND_FAILED = -1, RECV_FAILED = -2, NO_MEMORY = -3, STOPPED = -4 };
 
-typedef void (*progress_fn)(int finished);
+typedef int (*progress_fn)(int finished);  /* non-zero: stop (the caller was interrupted) */
 
 static double now(void) {
     struct timespec t;
@@ -109,8 +109,9 @@ static int expire(struct state *s, int *rc) {
  * directed route's D bit) of an error answer.  nap_us > 0: an empty receive queue is napped on
  * (the simulator, see madquery.SIM_NAP); 0: waited on until the oldest deadline.  `done` hears
  * how many are finished every `every` answers (when the oldest deadline is looked at too) and
- * at the end.  Returns DONE, or
- * SEND_FAILED / RECV_FAILED with errno in *err (and the request in *failed_at), or NO_MEMORY. */
+ * at the end; when it returns non-zero the exchange stops (STOPPED).  Returns DONE, or
+ * SEND_FAILED / RECV_FAILED with errno in *err (and the request in *failed_at), NO_MEMORY, or
+ * STOPPED. */
 int loom_exchange(send_fn send, recv_fn recv, int fd, int n, const int32_t *agent, const uint8_t *packets, size_t head,
                   const int32_t *packet_of, const uint32_t *mod, const int32_t *data_len, const int64_t *data_at,
                   int window, int timeout_ms, int tries, int nap_us, int every, uint32_t tid0,
@@ -126,9 +127,9 @@ int loom_exchange(send_fn send, recv_fn recv, int fd, int n, const int32_t *agen
     int rc = DONE, sent = 0;
     if (!s.sbuf || !rbuf || !s.request_of || !s.deadline || !s.last_send || !s.tries_of)
         rc = NO_MEMORY;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; rc == DONE && i < n; i++)
         result[i] = INT32_MIN, s.last_send[i] = -1;
-    struct timespec nap = {0, (long)nap_us * 1000};
+    struct timespec nap = {nap_us / 1000000, (long)(nap_us % 1000000) * 1000};
     while (rc == DONE && (sent < n || s.pending)) {
         while (rc == DONE && sent < n && s.pending < window)
             rc = send_one(&s, sent++);
@@ -172,14 +173,14 @@ int loom_exchange(send_fn send, recv_fn recv, int fd, int n, const int32_t *agen
             result[i] = ANSWERED;
         }
         if (every > 0 && s.finished % every == 0) {
-            if (done)
-                done(s.finished);
-            if (s.pending)
+            if (done && done(s.finished))
+                rc = STOPPED;
+            else if (s.pending)
                 expire(&s, &rc);
         }
     }
-    if (rc == DONE && done)
-        done(s.finished);
+    if (rc == DONE && done && done(s.finished))
+        rc = STOPPED;
     *failed_at = s.failed_at, *err = s.err;
     free(s.sbuf), free(rbuf), free(s.request_of), free(s.deadline), free(s.last_send), free(s.tries_of);
     return rc;

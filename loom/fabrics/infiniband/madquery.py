@@ -57,7 +57,7 @@ SIM_WINDOW, SIM_NAP = 64, 0.0001
 EXPIRE_EVERY = 256  # answers between looks at the oldest request's deadline while answers keep coming
 
 MADEXCHANGE = "LOOM_MADEXCHANGE"  # the path of madexchange.c built (loom.fabrics.infiniband.compiled)
-PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_int)
+PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)  # non-zero: stop (an exception in the callback)
 SEND_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int)
 RECV_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
 
@@ -262,10 +262,23 @@ class Port:
         def address(a) -> int:
             return a.buffer_info()[0] if isinstance(a, array) else ctypes.addressof((ctypes.c_char * len(a)).from_buffer(a))
 
+        raised: list[BaseException] = []
+
+        def heard(finished: int) -> int:  # ctypes would print and drop an exception (a Ctrl-C): keep it, stop
+            try:
+                done(finished)
+                return 0
+            except BaseException as exc:  # noqa: BLE001 - raised again below, whatever it is
+                raised.append(exc)
+                return 1
+
         keep, calls = self._umad_calls()
+        nap_us = max(1, round(self.nap * 1e6)) if self.nap > 0 else 0
         rc = self.compiled(*calls, self.fd, n, address(agents), packets, self.head, address(packet_of), address(mods),
-                           address(lens), address(at), self.window, TIMEOUT_MS, TRIES, int(self.nap * 1e6), EXPIRE_EVERY, tid0,
-                           address(data), address(result), PROGRESS_FN(done), ctypes.byref(failed_at), ctypes.byref(err))
+                           address(lens), address(at), self.window, TIMEOUT_MS, TRIES, nap_us, EXPIRE_EVERY, tid0,
+                           address(data), address(result), PROGRESS_FN(heard), ctypes.byref(failed_at), ctypes.byref(err))
+        if raised:
+            raise raised[0]
         if rc == -1:
             raise RuntimeError(f"cannot send to {what(built[failed_at.value][4])}: {os.strerror(err.value)}")
         if rc == -2:
