@@ -17,9 +17,11 @@ setup: $(VENV)/.installed apt-deps
 	@# loom's bytecode, as an installed package has it: with PYTHONDONTWRITEBYTECODE set (as on
 	@# this machine) every command would compile loom's sources again (0.05-0.1 s of each start)
 	@$(BIN)/python -m compileall -q loom
-	@# the MAD readers' loop in C (loom/fabrics/infiniband/madexchange.c), built now rather than by the first plan
+	@# the loops in C (loom/native.py): the MAD readers' and the checks' walk, built now rather than by first use
 	@$(BIN)/python -c "from loom.fabrics.infiniband.compiled import exchange_library as b; \
 	  print('[setup] the MAD reader loop in C:', b() or 'not built (no C compiler?): the readers loop in Python')"
+	@$(BIN)/python -c "from loom.checks.paths import kernels as k; \
+	  print('[setup] the walk of the checks in C:', 'built' if k() else 'not built (no C compiler?): the checks walk with numpy')"
 
 # pyproject.toml says which versions loom works with; requirements.lock pins the exact set it is tested with
 $(VENV)/.installed: pyproject.toml requirements.lock

@@ -19,7 +19,7 @@ LOOM = Path(__file__).resolve().parent.parent / "loom"
 #: the layers from the bottom up: a module may import its own layer and those below it.  Utilities
 #: first, then the stages in pipeline order (`loom/pipeline.py`); `checks` sit above `render`
 #: because some of them verify rendered configurations; `inputs` reads the files users hand in.
-LAYERS = ["process", "files", "progress", "forked", "model", "expand", "routing", "qos", "host", "render", "inputs", "checks",
+LAYERS = ["process", "files", "progress", "forked", "model", "expand", "native", "routing", "qos", "host", "render", "inputs", "checks",
           "push", "netbox", "fabrics", "pipeline", "cli"]
 
 

@@ -47,8 +47,9 @@ def test_the_wheel_runs_outside_the_checkout(installed):
     assert str(bin_dir.parent) in where and str(ROOT) not in where
     assert run(installed, "--version").stdout.strip() == "loom 0.1.0"
     source = subprocess.run([str(bin_dir / "python"), "-c", "from loom.fabrics.infiniband.compiled import SOURCE; "
-                             "print(SOURCE.is_file())"], cwd=work, capture_output=True, text=True, check=True).stdout
-    assert source.strip() == "True"  # the MAD reader's C loop travels as source, built where it runs
+                             "from loom.checks.paths import SOURCE as WALK; print(SOURCE.is_file(), WALK.is_file())"],
+                            cwd=work, capture_output=True, text=True, check=True).stdout
+    assert source.split() == ["True", "True"]  # the C loops travel as source, built where they run
     res = run(installed, "check", "tiny.yaml", "--ebb-samples", "0")
     assert res.returncode == 0, res.stdout + res.stderr
     res = run(installed, "cabling", "tiny.yaml", "--format", "html", "--out", "tiny.html")

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Callable
-
 from loom.forked import Forked
 from loom.model.rules import direction_split, zone_layers
 from loom.routing.base import Tables
 
-from .balance import check_balance, path_counts
+from .balance import check_balance, into_part, with_into
 from .deadlock import check_deadlock
 from .ebb import effective_bisection_bandwidth, fabric_ebb, zone_estimates
 from .paths import Walk
@@ -32,26 +30,26 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
     `into=False`: without the figures of the links into each leaf and pod, which only `loom
     check` judges (`Balance.into_within_bound`)."""
     walk = Walk(tables)
-    # three processes on a large subnet: the balance check's CA-to-CA path counts (the one part of
-    # it that follows packets) in a child of their own, the rest of the balance check in another,
-    # which the parent hands the counts to once it has checked reachability (about when they are
-    # ready), before deadlock and eBB
-    paths = Forked(lambda: path_counts(walk), tables.lft.size)
-    balance = Forked(lambda counts: check_balance(walk, balance_only, counts, into), tables.lft.size, takes_input=True)
+    # where every packet ends and what the CAs' traffic carries, once, for every check (on a
+    # large subnet each pass splits its LIDs in two: threads in C, `paths.kernels`, or a forked
+    # child); then the balance check's port groups in a child of their own (most of its CPU), and
+    # its links into leaves and pods here, after reachability, deadlock and eBB
+    walk.traffic
+    balance = Forked(lambda: check_balance(walk, balance_only, into=False), tables.lft.size)
     try:
-        report = _other_checks(walk, ebb_samples, qos, lambda: balance.send(paths.result()))
+        report = _other_checks(walk, ebb_samples, qos)
+        part = into_part(walk, balance_only) if into else None
         bal = balance.result()
     finally:
-        paths.close()
         balance.close()
+    bal = with_into(bal, part) if part else bal
     return {**report, "balance": bal.as_dict()}
 
 
-def _other_checks(walk: Walk, ebb_samples: int, qos, after_reachability: Callable[[], None]) -> dict:
+def _other_checks(walk: Walk, ebb_samples: int, qos) -> dict:
     """Everything of `check_tables` but balance (which runs beside it, `Forked`), in its key order."""
     tables = walk.tables
     reach = check_reachability(walk)
-    after_reachability()
     layers = zone_layers(tables.subnet.fabric.model)
     dead = check_deadlock(walk, layers=layers)
     q = check_qos(walk, qos, dead.deadlock_free and layers is None, layers) if qos is not None else None

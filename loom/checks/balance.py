@@ -18,14 +18,14 @@ O(switches × CA LIDs × path length) for the path counts.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
 
 import numpy as np
 
 from loom.routing.base import lid_chunks
-from loom.routing.loads import PortGroup, carried, counting_bound, port_groups
+from loom.routing.loads import PortGroup, counting_bound, port_groups
 from loom.routing.subnet import LAYER, TO_SWITCH
 from loom.routing.updown import UpDown
 
@@ -145,13 +145,13 @@ class Judged:
 
     @classmethod
     def of(cls, walk: Walk) -> "Judged":
-        sn, lft = walk.tables.subnet, walk.tables.lft
+        sn = walk.tables.subnet
         ud = UpDown.of(sn)
         lids = np.flatnonzero(ud.live_lids & np.isin(np.arange(sn.max_lid + 1), walk.valid_lids))
         names = sorted({sn.lid_role(int(l)) for l in lids})
         roles = np.zeros(sn.max_lid + 1, np.int64)
         roles[lids] = [names.index(sn.lid_role(int(l))) for l in lids]
-        return cls(ud, lids, roles, names, carried(sn, lft, lids))
+        return cls(ud, lids, roles, names, walk.traffic.carried_to(lids))
 
 
 def group_figures(walk: Walk, only: np.ndarray | None = None, judged: Judged | None = None) -> list[GroupFigures]:
@@ -237,42 +237,44 @@ def dest_counts(walk: Walk, lids: np.ndarray) -> np.ndarray:
 
 
 def path_counts(walk: Walk) -> np.ndarray:
-    """[sw, port] number of CA-to-CA paths leaving each port (each CA to every other CA).  The
-    CAs of a switch travel together (a weight), a chunk of destinations at a time, by flat int32
-    cell numbers into the chunk's columns (a quarter less CPU than 2-D fancy indexing)."""
-    sn, lft = walk.tables.subnet, walk.tables.lft
-    nxt = walk.next_switch
-    counts = np.zeros(sn.n * 256)
-    for c in lid_chunks(sn.n, len(sn.ca_lids)):
-        ca = sn.ca_lids[c]
-        width = len(ca)
-        nxt_c, out_c = nxt[:, ca].ravel(), lft[:, ca].ravel()  # the chunk's columns: small and close together
-        weight = np.repeat(walk.cas_on_switch[:, None], width, axis=1)
-        weight[sn.ca_switch[ca], np.arange(width)] -= 1  # not to itself
-        cell = np.flatnonzero(weight > 0).astype(np.int32)
-        cur, col, w = cell // width, cell % width, weight.ravel()[cell]
-        for _ in range(sn.n):
-            if not len(cell):
-                break
-            counts += np.bincount(cur * 256 + out_c[cell], weights=w, minlength=sn.n * 256)
-            step = nxt_c[cell]
-            go = step >= 0
-            cur, col, w = step[go].astype(np.int32), col[go], w[go]
-            cell = cur * width + col
-    return counts.astype(np.int64).reshape(sn.n, 256)
+    """[sw, port] number of CA-to-CA paths leaving each port (each CA to every other CA), from
+    the walk's one pass over the tables (`Walk.traffic`)."""
+    return walk.traffic.paths
 
 
-def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[], np.ndarray] | None = None,
-                  into: bool = True) -> Balance:
+@dataclass
+class IntoPart:
+    """What the links into leaves and pods add to a `Balance` (`into_part`, `with_into`)."""
+
+    levels: dict[str, dict]  # level: `subtrees.level_figures`
+    worst: list[str]
+    ok: bool
+
+
+def into_part(walk: Walk, only: np.ndarray | None = None) -> IntoPart:
+    """The figures and verdict of the links into leaves and pods (`into_figures`)."""
+    links = into_figures(walk, only, Judged.of(walk), path_counts(walk))
+    worst = [x.describe() for x in sorted(links, key=lambda x: x.paths - x.paths_bound if x.over else 0, reverse=True) if x.over]
+    return IntoPart(level_figures(links), worst[:5], not any(x.over for x in links))
+
+
+def with_into(b: Balance, part: IntoPart) -> Balance:
+    """`b` (made with `into=False`) with the figures of the links into leaves and pods."""
+    levels = {level: dict(figures) for level, figures in b.levels.items()}
+    for level, figures in part.levels.items():
+        levels.setdefault(level, {})["into"] = figures
+    return dataclasses.replace(b, levels=levels, worst=b.worst + part.worst, into_within_bound=part.ok)
+
+
+def check_balance(walk: Walk, only: np.ndarray | None = None, into: bool = True) -> Balance:
     """The figures and verdict; `only` ([switch] bool) judges just those switches' groups — a
     watcher's check of a repair, whose other switches kept the figures they passed with
-    (`loom.routing.asbuilt.unsettled`).  `paths()`: the `path_counts` someone else counts
-    meanwhile (`check_tables`: the parent process, while this runs in a forked child); asked
-    for only after the group figures, the half of the work that does not need them.  `into=False`
-    leaves out the links into leaves and pods (most of the CPU on a degraded two-zone fabric)."""
+    (`loom.routing.asbuilt.unsettled`).  `into=False` leaves out the links into leaves and pods
+    (most of the CPU on a degraded two-zone fabric; `check_tables` adds them with `with_into`,
+    counted in another process)."""
     judged = Judged.of(walk)
     groups = group_figures(walk, only, judged)
-    paths = path_counts(walk) if paths is None else paths()
+    paths = path_counts(walk)
     levels = {}
     for level in dict.fromkeys(g.level for g in groups):
         mine = [g for g in groups if g.level == level]
@@ -285,9 +287,6 @@ def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[]
             "over_design_bound": sum(g.over_design for g in mine),
             "max_paths": int(pc.max()), "min_paths": int(pc.min()),
         }
-    links = into_figures(walk, only, judged, paths) if into else []
-    for level, figures in level_figures(links).items():
-        levels.setdefault(level, {})["into"] = figures
     leaf = [g for g in groups if g.level in EDGE_LEVELS]
     top = max(leaf, key=lambda g: (g.loads.max() - g.bound, g.loads.max()), default=None)
     per_role = {}
@@ -302,18 +301,16 @@ def check_balance(walk: Walk, only: np.ndarray | None = None, paths: Callable[[]
     worst = [f"{g.switch} ({g.level}) ports {_span(g.ports)}: max {int(g.loads.max())} destinations, as-built bound "
              f"{g.bound}" + "".join(f", {r} {m}/{b}" for r, (m, b, _) in g.per_role.items() if m > b)
              for g in groups if g.over][:5]
-    worst += [x.describe() for x in sorted(links, key=lambda x: x.paths - x.paths_bound if x.over else 0, reverse=True)
-              if x.over][:5]
     lp = next((levels[lv] for lv in EDGE_LEVELS if lv in levels), {})
-    into_ok = not any(x.over for x in links) if into else None
     intact = is_intact(judged.ud)
-    return Balance(int(top.loads.max()) if top else 0, lp.get("min", 0), top.bound if top else 0,
+    b = Balance(int(top.loads.max()) if top else 0, lp.get("min", 0), top.bound if top else 0,
                    top.design if top else 0, per_role, levels,
                    {"max_dest_per_up_port": levels["spine_up"]["max"], "over_bound": levels["spine_up"]["over_bound"]}
                    if "spine_up" in levels else None,
                    inter_zone, lp.get("max_paths", 0), lp.get("min_paths", 0),
                    bool(iz_ok and not any(g.over for g in groups)),
-                   bool(iz_ok and not any(g.over_design for g in groups)), into_ok, intact, worst)
+                   bool(iz_ok and not any(g.over_design for g in groups)), None, intact, worst)
+    return with_into(b, into_part(walk, only)) if into else b
 
 
 def is_intact(ud: UpDown) -> bool:

@@ -29,7 +29,7 @@ from loom.routing.base import lid_chunks
 from loom.routing.loads import carried
 from loom.routing.subnet import TO_SWITCH
 
-from .paths import Walk
+from .paths import Walk, halves, kernels
 
 
 @dataclass
@@ -57,9 +57,21 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
     if sources == "ca" or zones is not None:
         seeds = ((walk.cas_on_switch > 0) if sources == "ca" else np.ones(sn.n, bool)) & (True if zones is None else zones)
     ports = sn.max_port + 1
-    seen = np.zeros(sn.n * ports * ports, bool)
-    for c in lid_chunks(sn.n, len(lids)):
-        _mark_dependencies(walk, lids[c], seeds, seen)
+    native = kernels()
+    if seeds is None and native is not None:  # every switch a source: walk.c, two threads with a bitmap each
+        maps: list[np.ndarray] = []
+        columns = lids.astype(np.int64)
+
+        def mark(lo: int, hi: int) -> int:
+            maps.append(np.zeros(sn.n * ports * ports, np.uint8))
+            return native.dependencies(walk.next_switch, walk.tables.lft, *walk.tables.lft.shape, columns, lo, hi, ports, maps[-1])
+
+        halves(len(lids), sn.n * len(lids), mark)
+        seen = np.logical_or.reduce(maps)
+    else:
+        seen = np.zeros(sn.n * ports * ports, bool)
+        for c in lid_chunks(sn.n, len(lids)):
+            _mark_dependencies(walk, lids[c], seeds, seen)
     key = np.flatnonzero(seen)
     a, port_b = key // ports, key % ports
     t = sn.peer_dev[a // ports, a % ports]

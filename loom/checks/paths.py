@@ -4,17 +4,27 @@ Everything is computed for all (switch, LID) pairs as [switches × LIDs] arrays,
 every CA-to-CA pair costs O(switches × LIDs × path length) numpy work: every CA on a switch
 shares that switch's path to a destination.  The arrays are kept narrow (int16 switch numbers,
 int8 outcomes) and built a chunk of LIDs at a time (`lid_chunks`): at the LID limit a subnet has
-~150 million cells, and one int64 temporary of that size alone would be 1.2 GB.
+~150 million cells, and one int64 temporary of that size alone would be 1.2 GB.  The two passes
+that touch every cell, and the deadlock check's, run in C where it can be built (walk.c: each cell
+resolved once, ~5x less CPU there); the numpy passes compute the same (tests/test_paths.py).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import threading
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
+from loom import native
+from loom.forked import FORK_CELLS, Forked
 from loom.routing.base import Tables, lid_chunks
+from loom.routing.loads import carried
 from loom.routing.subnet import TO_CA, TO_SWITCH
 
 DELIVERED, DEAD, LOOP = -1, -2, -3
@@ -62,12 +72,53 @@ class Walk:
         """(end, hops): for a packet for LID d entering at switch s, where it ends.
 
         end (int8) is DELIVERED, DEAD, or LOOP (-3: still travelling after every switch was
-        visited); hops (int16) counts switch-to-switch links.  `dropped_at` names the switch."""
+        visited); hops (int16) counts switch-to-switch links.  `dropped_at` names the switch.
+        By walk.c where it is built (`kernels`), else by numpy's whole-block steps; on a large
+        subnet the second half of the LIDs in a thread (C) or a forked child (numpy)."""
         nxt = self.next_switch
         end, hops = np.empty(nxt.shape, np.int8), np.empty(nxt.shape, np.int16)
-        for c in lid_chunks(*nxt.shape):
-            end[:, c], hops[:, c] = _follow(nxt[:, c])
+        native_walk = kernels()
+        if native_walk is not None:
+            every = np.arange(nxt.shape[1], dtype=np.int64)
+            halves(len(every), nxt.size, lambda lo, hi: native_walk.follow(nxt, *nxt.shape, every, lo, hi, end, hops))
+            return end, hops
+        half = nxt.shape[1] // 2
+
+        def follow(part: slice) -> tuple[np.ndarray, np.ndarray]:
+            e, h = end[:, part], hops[:, part]
+            for c in lid_chunks(nxt.shape[0], h.shape[1]):
+                e[:, c], h[:, c] = _follow(nxt[:, part][:, c])
+            return e, h
+
+        other = Forked(lambda: follow(slice(half, None)), nxt.size)
+        try:
+            follow(slice(0, half))
+            end[:, half:], hops[:, half:] = other.result()
+        finally:
+            other.close()
         return end, hops
+
+    @cached_property
+    def traffic(self) -> "Traffic":
+        """Where CA-to-CA traffic goes (`Traffic`), counted from `outcome` in one pass over the
+        tables: each switch passes on to the next what reached it, farthest from the
+        destination first, so every cell is touched once, not once per source.  Tables with a
+        forwarding loop have no such order: their figures are walked packet by packet."""
+        sn = self.tables.subnet
+        lids = self.valid_lids
+        end, _ = self.outcome
+        if any((end[:, lids[c]] == LOOP).any() for c in lid_chunks(sn.n, len(lids))):
+            return Traffic(lids, carried(sn, self.tables.lft, lids), walked_path_counts(self))
+        if kernels() is not None:
+            return Traffic(lids, *_passed_on_in_c(self, lids))
+        half = len(lids) // 2
+        other = Forked(lambda: _passed_on(self, lids[half:]), sn.n * len(lids))
+        try:
+            first, paths = _passed_on(self, lids[:half])
+            second, more = other.result()
+        finally:
+            other.close()
+        return Traffic(lids, np.concatenate([first, second], axis=1), (paths + more).astype(np.int64).reshape(sn.n, 256))
 
     def dropped_at(self, switch: int, lid: int) -> int:
         """The switch where a packet for `lid` entering at `switch` stops (or the first of a loop)."""
@@ -84,6 +135,167 @@ class Walk:
     def cas_on_switch(self) -> np.ndarray:
         sn = self.tables.subnet
         return np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What the CAs' traffic does on the tables: the figures balance is judged on."""
+
+    lids: np.ndarray  # the destinations counted (every valid LID)
+    carried: np.ndarray  # bool [switch, j]: traffic from some CA to lids[j] passes the switch
+    paths: np.ndarray  # int64 [switch, port]: CA-to-CA paths leaving each port (each CA to every other CA)
+
+    def carried_to(self, lids: np.ndarray) -> np.ndarray:
+        """`carried`'s columns of these destinations (a subset of `lids`)."""
+        if len(lids) == len(self.lids) and (lids == self.lids).all():
+            return self.carried
+        return self.carried[:, np.searchsorted(self.lids, lids)]
+
+
+def _passed_on(walk: Walk, lids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(carried [switch, j], flat [switch × 256] path counts) for destinations `lids` of
+    loop-free tables.  A cell (s, d) holds the CA sources whose packets to d pass s: its own
+    CAs (less d itself), plus what every switch that forwards d to s holds.  Following
+    `outcome`'s hop counts down to 0, each cell is complete before it is passed on."""
+    sn, lft, nxt = walk.tables.subnet, walk.tables.lft, walk.next_switch
+    _, hops = walk.outcome
+    is_ca = np.zeros(sn.max_lid + 1, bool)
+    is_ca[sn.ca_lids] = True
+    seeds = walk.cas_on_switch > 0
+    reached = np.empty((sn.n, len(lids)), bool)
+    paths = np.zeros(sn.n * 256)
+    for c in lid_chunks(sn.n, len(lids)):
+        d = lids[c]
+        width = len(d)
+        sources = np.repeat(walk.cas_on_switch[:, None].astype(np.float64), width, axis=1)
+        mine = np.flatnonzero(is_ca[d])
+        sources[sn.ca_switch[d[mine]], mine] -= 1  # not to itself
+        reach = np.repeat(seeds[:, None], width, axis=1)
+        flat_sources, flat_reach = sources.ravel(), reach.ravel()
+        h, step = columns(hops, d).ravel(), columns(nxt, d).ravel()
+        for k in range(int(h.max(initial=0)), 0, -1):
+            cell = np.flatnonzero((h == k) & flat_reach)
+            to = step[cell].astype(np.int64) * width + cell % width
+            flat_reach[to] = True
+            np.add.at(flat_sources, to, flat_sources[cell])  # numpy ≥ 1.25: 5x a full-length bincount here
+        reached[:, c] = reach
+        sources[:, ~is_ca[d]] = 0  # paths count CA destinations only
+        cell = np.flatnonzero(flat_sources)
+        port = columns(lft, d).ravel()[cell]
+        paths += np.bincount((cell // width) * 256 + port, weights=flat_sources[cell], minlength=len(paths))
+    return reached, paths
+
+
+def columns(a: np.ndarray, lids: np.ndarray) -> np.ndarray:
+    """a[:, lids], by a slice where the LIDs run without a gap (most of a subnet's do): a
+    fancy index gathers column by column, ten times the cost of copying the rows' runs."""
+    if len(lids) and int(lids[-1]) - int(lids[0]) == len(lids) - 1:
+        return a[:, int(lids[0]):int(lids[-1]) + 1]
+    return a[:, lids]
+
+
+def _passed_on_in_c(walk: Walk, lids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_passed_on` by walk.c, two halves of the LIDs in two threads, each with its own path counts."""
+    sn, lft, nxt = walk.tables.subnet, walk.tables.lft, walk.next_switch
+    _, hops = walk.outcome
+    own = np.full(sn.max_lid + 1, -1, np.int64)
+    own[sn.ca_lids] = sn.ca_switch[sn.ca_lids]
+    cas = walk.cas_on_switch.astype(np.int64)
+    reached = np.empty((sn.n, len(lids)), bool)
+    parts: list[np.ndarray] = []
+
+    def part(lo: int, hi: int) -> int:
+        parts.append(np.zeros(sn.n * 256))
+        return kernels().passed_on(nxt, hops, lft, *nxt.shape, lids, lo, hi, cas, own, len(lids), reached, parts[-1])
+
+    halves(len(lids), sn.n * len(lids), part)
+    return reached, sum(parts).astype(np.int64).reshape(sn.n, 256)
+
+
+#: walk.c's library, once built (`loom.native`); None: the numpy passes
+SOURCE = Path(__file__).with_name("walk.c")
+_LOADING = threading.Lock()
+
+
+@functools.cache
+def kernels():
+    """walk.c's functions with their argument types, or None where it cannot be built."""
+    with _LOADING:
+        path = native.build(SOURCE)
+    if path is None:
+        return None
+    lib = ctypes.CDLL(path)
+    i64, ptr = ctypes.c_int64, np.ctypeslib.ndpointer
+    lib.loom_follow.argtypes = [ptr(np.int16, flags="C"), i64, i64, ptr(np.int64, flags="C"), i64, i64,
+                                ptr(np.int8, flags="C"), ptr(np.int16, flags="C")]
+    lib.loom_passed_on.argtypes = [ptr(np.int16, flags="C"), ptr(np.int16, flags="C"), ptr(np.uint8, flags="C"), i64, i64,
+                                   ptr(np.int64, flags="C"), i64, i64, ptr(np.int64, flags="C"), ptr(np.int64, flags="C"),
+                                   i64, ptr(np.bool_, flags="C"), ptr(np.float64, flags="C")]
+    lib.loom_dependencies.argtypes = [ptr(np.int16, flags="C"), ptr(np.uint8, flags="C"), i64, i64, ptr(np.int64, flags="C"),
+                                      i64, i64, i64, ptr(np.uint8, flags="C")]
+    return _Kernels(lib.loom_follow, lib.loom_passed_on, lib.loom_dependencies)
+
+
+@dataclass(frozen=True)
+class _Kernels:
+    follow: Callable[..., int]
+    passed_on: Callable[..., int]
+    dependencies: Callable[..., int]
+
+
+def halves(count: int, cells: int, run: Callable[[int, int], int]) -> None:
+    """run(lo, hi) over [0, count), a walk.c function returning 0 or -1 (out of memory): on a
+    large subnet the second half in a thread of its own (ctypes lets go of the GIL while C
+    runs, so both cores work)."""
+    split = count // 2 if cells >= FORK_CELLS and count >= 2 else count
+    codes: list = []
+
+    def call(lo: int, hi: int) -> None:
+        try:
+            codes.append(run(lo, hi))
+        except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
+            codes.append(exc)
+
+    other = threading.Thread(target=call, args=(split, count)) if split < count else None
+    if other:
+        other.start()
+    try:
+        call(0, split)
+    finally:
+        if other:
+            other.join()
+    for code in codes:
+        if isinstance(code, BaseException):
+            raise code
+        if code:
+            raise MemoryError("the checks' walk (walk.c) could not allocate its buffers")
+
+
+def walked_path_counts(walk: Walk) -> np.ndarray:
+    """[sw, port] number of CA-to-CA paths leaving each port, each packet followed step by step
+    (what `Walk.traffic` counts when the tables loop, and the independent count its tests
+    compare with).  The CAs of a switch travel together (a weight), a chunk of destinations at
+    a time, by flat int32 cell numbers into the chunk's columns."""
+    sn, lft = walk.tables.subnet, walk.tables.lft
+    nxt = walk.next_switch
+    counts = np.zeros(sn.n * 256)
+    for c in lid_chunks(sn.n, len(sn.ca_lids)):
+        ca = sn.ca_lids[c]
+        width = len(ca)
+        nxt_c, out_c = nxt[:, ca].ravel(), lft[:, ca].ravel()  # the chunk's columns: small and close together
+        weight = np.repeat(walk.cas_on_switch[:, None], width, axis=1)
+        weight[sn.ca_switch[ca], np.arange(width)] -= 1  # not to itself
+        cell = np.flatnonzero(weight > 0).astype(np.int32)
+        cur, col, w = cell // width, cell % width, weight.ravel()[cell]
+        for _ in range(sn.n):
+            if not len(cell):
+                break
+            counts += np.bincount(cur * 256 + out_c[cell], weights=w, minlength=sn.n * 256)
+            step = nxt_c[cell]
+            go = step >= 0
+            cur, col, w = step[go].astype(np.int32), col[go], w[go]
+            cell = cur * width + col
+    return counts.astype(np.int64).reshape(sn.n, 256)
 
 
 def _follow(nxt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
