@@ -20,8 +20,8 @@ setup: $(VENV)/.installed apt-deps
 	@# the loops in C (loom/native.py): the MAD readers' and the checks' walk, built now rather than by first use
 	@$(BIN)/python -c "from loom.fabrics.infiniband.compiled import exchange_library as b; \
 	  print('[setup] the MAD reader loop in C:', b() or 'not built (no C compiler?): the readers loop in Python')"
-	@$(BIN)/python -c "from loom.checks.paths import kernels as k; \
-	  print('[setup] the walk of the checks in C:', 'built' if k() else 'not built (no C compiler?): the checks walk with numpy')"
+	@$(BIN)/python -c "from loom.routing.kernels import kernels as k; \
+	  print('[setup] the walks over every table cell in C:', 'built' if k() else 'not built (no C compiler?): numpy walks them')"
 
 # pyproject.toml says which versions loom works with; requirements.lock pins the exact set it is tested with
 $(VENV)/.installed: pyproject.toml requirements.lock

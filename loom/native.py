@@ -2,9 +2,9 @@
 and loaded through ctypes, or None where that cannot be done — the caller then runs its own
 Python (numpy) version of the same loop, which tests compare with the C one.
 
-Two loops are in C: madquery's MAD exchange (`loom/fabrics/infiniband/madexchange.c`, once per
-SMP) and the checks' walk over every [switch × LID] cell (`loom/checks/walk.c`).  A library is
-named by the digest of its source, flags, machine and compiler, so another Loom (or
+Two sets of loops are in C: madquery's MAD exchange (`loom/fabrics/infiniband/madexchange.c`,
+once per SMP) and the walks over every [switch × LID] cell of the checks and the engine
+(`loom/routing/walk.c`).  A library is named by the digest of its source, flags, machine and compiler, so another Loom (or
 architecture) sharing the cache builds and keeps its own (~16 KB each); a cache directory or
 library that others could write is not trusted (a .so others could swap is not loaded)."""
 

@@ -47,7 +47,7 @@ def test_the_wheel_runs_outside_the_checkout(installed):
     assert str(bin_dir.parent) in where and str(ROOT) not in where
     assert run(installed, "--version").stdout.strip() == "loom 0.1.0"
     source = subprocess.run([str(bin_dir / "python"), "-c", "from loom.fabrics.infiniband.compiled import SOURCE; "
-                             "from loom.checks.paths import SOURCE as WALK; print(SOURCE.is_file(), WALK.is_file())"],
+                             "from loom.routing.kernels import SOURCE as WALK; print(SOURCE.is_file(), WALK.is_file())"],
                             cwd=work, capture_output=True, text=True, check=True).stdout
     assert source.split() == ["True", "True"]  # the C loops travel as source, built where they run
     res = run(installed, "check", "tiny.yaml", "--ebb-samples", "0")

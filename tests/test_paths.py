@@ -58,11 +58,11 @@ def test_follow_matches_a_packet_followed_cell_by_cell():
     assert kinds == {DELIVERED, DEAD, LOOP}  # every fate was exercised
 
 
-# --- walk.c: the same passes in C (`paths.kernels`), against the numpy ones and independent counts
+# --- walk.c: the same passes in C (`loom.routing.kernels`), against the numpy ones and independent counts
 
 
 def _native():
-    from loom.checks.paths import kernels
+    from loom.routing.kernels import kernels
 
     k = kernels()
     assert k is not None, "walk.c did not build: is cc installed (`make setup`)?"
@@ -94,15 +94,16 @@ def test_the_c_walk_matches_a_packet_followed_cell_by_cell():
 @pytest.fixture(params=["c", "c in two threads", "numpy"])
 def walk_in(request, monkeypatch):
     """Each test below runs with walk.c (on one thread, and split in two as on a large subnet)
-    and with the numpy passes (`paths.kernels` None)."""
+    and with the numpy passes (`paths.kernels` None; the engine's `carried` stays in C)."""
     from loom.checks import paths
+    from loom.routing import kernels
 
     if request.param == "numpy":
         monkeypatch.setattr(paths, "kernels", lambda: None)
     else:
         _native()
         if request.param == "c in two threads":
-            monkeypatch.setattr(paths, "FORK_CELLS", 0)
+            monkeypatch.setattr(kernels, "FORK_CELLS", 0)
     return request.param
 
 
@@ -151,16 +152,37 @@ def test_deadlock_dependencies_in_c_equal_numpys(data, seed):
     with planted drops and detours (the deadlock check's graph is built from it)."""
     from loom.checks import deadlock
 
-    from loom.checks import paths
+    from loom.routing import kernels
 
     _native()
     t = _planted(route(expand(Model.model_validate(data)))[0], np.random.default_rng(seed))
     in_c = deadlock.dependencies(Walk(t))
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(paths, "FORK_CELLS", 0)
+        m.setattr(kernels, "FORK_CELLS", 0)
         in_threads = deadlock.dependencies(Walk(t))
     assert all((a == b).all() for a, b in zip(in_c[:2], in_threads[:2]))
     with pytest.MonkeyPatch.context() as m:
         m.setattr(deadlock, "kernels", lambda: None)
         in_numpy = deadlock.dependencies(Walk(t))
     assert (in_c[0] == in_numpy[0]).all() and (in_c[1] == in_numpy[1]).all() and in_c[2] == in_numpy[2]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(degraded_trees(), st.integers(0, 2**32 - 1), st.booleans())
+def test_carried_in_c_equals_the_breadth_first_spread(data, seed, some):
+    """`loads.carried` by walk.c (a seed's packet followed until it meets a switch reached
+    already; one thread and two) against numpy's breadth-first spread, on degraded trees with
+    planted drops, detours and loops, over every LID or a scattered few, from the CAs' switches
+    or from any."""
+    from loom.routing import kernels, loads
+
+    _native()
+    t = _planted(route(expand(Model.model_validate(data)))[0], np.random.default_rng(seed))
+    sn, rng = t.subnet, np.random.default_rng(seed)
+    lids = np.flatnonzero(rng.random(sn.max_lid + 1) < 0.5) if some else Walk(t).valid_lids
+    seeds = rng.random(sn.n) < 0.3 if some else np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0
+    want = loads._carried(sn, t.lft, lids, seeds)
+    assert (loads.carried(sn, t.lft, lids, seeds if some else None) == want).all()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(kernels, "FORK_CELLS", 0)
+        assert (loads.carried(sn, t.lft, lids, seeds if some else None) == want).all()

@@ -31,7 +31,7 @@ def check_tables(tables: Tables, ebb_samples: int = EBB_SAMPLES, qos=None, balan
     check` judges (`Balance.into_within_bound`)."""
     walk = Walk(tables)
     # where every packet ends and what the CAs' traffic carries, once, for every check (on a
-    # large subnet each pass splits its LIDs in two: threads in C, `paths.kernels`, or a forked
+    # large subnet each pass splits its LIDs in two: threads in C, `loom.routing.kernels`, or a forked
     # child); then the balance check's port groups in a child of their own (most of its CPU), and
     # its links into leaves and pods here, after reachability, deadlock and eBB
     walk.traffic

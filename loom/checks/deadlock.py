@@ -26,10 +26,11 @@ from scipy.sparse.csgraph import connected_components
 
 from loom.model.rules import domains
 from loom.routing.base import lid_chunks
+from loom.routing.kernels import halves, kernels
 from loom.routing.loads import carried
 from loom.routing.subnet import TO_SWITCH
 
-from .paths import Walk, halves, kernels
+from .paths import Walk
 
 
 @dataclass

@@ -6,24 +6,20 @@ shares that switch's path to a destination.  The arrays are kept narrow (int16 s
 int8 outcomes) and built a chunk of LIDs at a time (`lid_chunks`): at the LID limit a subnet has
 ~150 million cells, and one int64 temporary of that size alone would be 1.2 GB.  The two passes
 that touch every cell, and the deadlock check's, run in C where it can be built (walk.c: each cell
-resolved once, ~5x less CPU there); the numpy passes compute the same (tests/test_paths.py).
+resolved once, ~5x less CPU there: `loom.routing.kernels`); the numpy passes compute the same
+(tests/test_paths.py).
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import threading
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from loom import native
-from loom.forked import FORK_CELLS, Forked
+from loom.forked import Forked
 from loom.routing.base import Tables, lid_chunks
+from loom.routing.kernels import halves, kernels
 from loom.routing.loads import carried
 from loom.routing.subnet import TO_CA, TO_SWITCH
 
@@ -210,65 +206,6 @@ def _passed_on_in_c(walk: Walk, lids: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
     halves(len(lids), sn.n * len(lids), part)
     return reached, sum(parts).astype(np.int64).reshape(sn.n, 256)
-
-
-#: walk.c's library, once built (`loom.native`); None: the numpy passes
-SOURCE = Path(__file__).with_name("walk.c")
-_LOADING = threading.Lock()
-
-
-@functools.cache
-def kernels():
-    """walk.c's functions with their argument types, or None where it cannot be built."""
-    with _LOADING:
-        path = native.build(SOURCE)
-    if path is None:
-        return None
-    lib = ctypes.CDLL(path)
-    i64, ptr = ctypes.c_int64, np.ctypeslib.ndpointer
-    lib.loom_follow.argtypes = [ptr(np.int16, flags="C"), i64, i64, ptr(np.int64, flags="C"), i64, i64,
-                                ptr(np.int8, flags="C"), ptr(np.int16, flags="C")]
-    lib.loom_passed_on.argtypes = [ptr(np.int16, flags="C"), ptr(np.int16, flags="C"), ptr(np.uint8, flags="C"), i64, i64,
-                                   ptr(np.int64, flags="C"), i64, i64, ptr(np.int64, flags="C"), ptr(np.int64, flags="C"),
-                                   i64, ptr(np.bool_, flags="C"), ptr(np.float64, flags="C")]
-    lib.loom_dependencies.argtypes = [ptr(np.int16, flags="C"), ptr(np.uint8, flags="C"), i64, i64, ptr(np.int64, flags="C"),
-                                      i64, i64, i64, ptr(np.uint8, flags="C")]
-    return _Kernels(lib.loom_follow, lib.loom_passed_on, lib.loom_dependencies)
-
-
-@dataclass(frozen=True)
-class _Kernels:
-    follow: Callable[..., int]
-    passed_on: Callable[..., int]
-    dependencies: Callable[..., int]
-
-
-def halves(count: int, cells: int, run: Callable[[int, int], int]) -> None:
-    """run(lo, hi) over [0, count), a walk.c function returning 0 or -1 (out of memory): on a
-    large subnet the second half in a thread of its own (ctypes lets go of the GIL while C
-    runs, so both cores work)."""
-    split = count // 2 if cells >= FORK_CELLS and count >= 2 else count
-    codes: list = []
-
-    def call(lo: int, hi: int) -> None:
-        try:
-            codes.append(run(lo, hi))
-        except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller's thread
-            codes.append(exc)
-
-    other = threading.Thread(target=call, args=(split, count)) if split < count else None
-    if other:
-        other.start()
-    try:
-        call(0, split)
-    finally:
-        if other:
-            other.join()
-    for code in codes:
-        if isinstance(code, BaseException):
-            raise code
-        if code:
-            raise MemoryError("the checks' walk (walk.c) could not allocate its buffers")
 
 
 def walked_path_counts(walk: Walk) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 from loom.forked import Forked
 
 from .base import lid_chunks
+from .kernels import halves, kernels
 from .subnet import TO_SWITCH
 from .updown import UpDown
 
@@ -553,16 +554,32 @@ def carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray | None = No
     """[switch, j] True where a packet to lids[j] from a source switch (`seeds`, bool per switch;
     default: the switches with channel adapters) passes the switch: the entries that carry data
     traffic (balance is about those; a spine's table lists every destination, but only the ones
-    leaves send up to it reach it).  A chunk of LIDs at a time (`lid_chunks`); on a large subnet
-    the second half of the LIDs in a forked child (`loom.forked`)."""
+    leaves send up to it reach it).  By walk.c where it is built (`loom.routing.kernels`), else a
+    chunk of LIDs at a time (`lid_chunks`); on a large subnet the second half of the LIDs in a
+    thread (C) or a forked child (numpy, `loom.forked`)."""
     if seeds is None:
         seeds = np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0
+    native = kernels()
+    if native is not None:  # walk.c: two threads on a large subnet
+        seen = np.empty((sn.n, len(lids)), bool)
+        via, columns = _switch_behind(sn), np.asarray(lids, np.int64)
+        lft, seeds = np.ascontiguousarray(lft), np.ascontiguousarray(seeds, bool)
+        halves(len(lids), sn.n * len(lids), lambda lo, hi: native.carried(lft, via, *lft.shape, columns, lo, hi, seeds, len(lids), seen))
+        return seen
     half = len(lids) // 2
     other = Forked(lambda: _carried(sn, lft, lids[half:], seeds), sn.n * len(lids))
     try:
         return np.concatenate([_carried(sn, lft, lids[:half], seeds), other.result()], axis=1)
     finally:
         other.close()
+
+
+def _switch_behind(sn) -> np.ndarray:
+    """int16 [switch × 256]: the switch behind the port each table entry names (-1: none)."""
+    entry = np.arange(256)
+    port = sn.out_port(entry)
+    behind = np.where(sn.peer_kind[:, port] == TO_SWITCH, sn.peer_dev[:, port], -1)
+    return np.ascontiguousarray(behind.astype(np.int16))
 
 
 def _carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray) -> np.ndarray:

@@ -1,6 +1,8 @@
 /*
- * The two passes of `loom.checks.paths.Walk` that touch every [switch × LID] cell of a subnet:
- * where each packet ends (`outcome`) and what the channel adapters' traffic passes (`traffic`).
+ * The passes that touch every [switch × LID] cell of a subnet: where each packet ends and what
+ * the channel adapters' traffic passes (`loom.checks.paths.Walk`: `outcome`, `traffic`), the
+ * deadlock check's channel dependencies, and which switches the traffic to each destination
+ * reaches (`loom.routing.loads.carried`, which the engine counts on between its passes).
  *
  * Why C: at the unicast LID limit a subnet has ~150 million cells, and numpy moves every packet
  * one step at a time over whole blocks (a gather per step, most of them for packets already
@@ -10,7 +12,8 @@
  * its numpy passes, which compute the same arrays (tests/test_walk_native.py compares them).
  *
  * Built by `loom.native` (cc -O2 -shared) into Loom's cache directory and called through
- * ctypes, which lets go of the GIL: `paths.py` runs two halves of the LIDs in two threads.
+ * ctypes (`loom.routing.kernels`), which lets go of the GIL: two halves of the LIDs run in two
+ * threads.
  * Arrays are C-ordered [switch, LID] as numpy holds them; nothing here allocates what it returns.
  */
 #include <stdint.h>
@@ -181,5 +184,39 @@ int loom_dependencies(const int16_t *nxt, const uint8_t *lft, int64_t n, int64_t
         }
     }
     free(step), free(port);
+    return 0;
+}
+
+/* loads.carried for destinations lids[lo..hi): reached[s, j] (C-ordered [switch, count]) whether a
+ * packet to lids[j] from a seed switch passes switch s.  `via[s * 256 + entry]` is the switch
+ * behind the port a table entry names (-1: none, not a switch).  Each seed's packet is followed
+ * until it meets a switch already reached, whose path onward is marked already (a loop stops
+ * there too).  Returns 0, or -1 when out of memory. */
+int loom_carried(const uint8_t *lft, const int16_t *via, int64_t n, int64_t width, const int64_t *lids,
+                 int64_t lo, int64_t hi, const uint8_t *seeds, int64_t count, uint8_t *reached)
+{
+    uint8_t *port = malloc(BLOCK * n), *reach = malloc(n);
+    if (!port || !reach) {
+        free(port), free(reach);
+        return -1;
+    }
+    for (int64_t d0 = lo; d0 < hi; d0 += BLOCK) {
+        int64_t w = hi - d0 < BLOCK ? hi - d0 : BLOCK;
+        load_block(n, width, lids, d0, w, NULL, NULL, NULL, NULL, lft, port);
+        for (int64_t j = 0; j < w; j++) {
+            const uint8_t *pj = port + j * n;
+            memset(reach, 0, n);
+            for (int64_t s = 0; s < n; s++) {
+                if (!seeds[s] || reach[s])
+                    continue;
+                reach[s] = 1;
+                for (int64_t x = via[s * 256 + pj[s]]; x >= 0 && !reach[x]; x = via[x * 256 + pj[x]])
+                    reach[x] = 1;
+            }
+            for (int64_t s = 0; s < n; s++)
+                reached[s * count + d0 + j] = reach[s];
+        }
+    }
+    free(port), free(reach);
     return 0;
 }
