@@ -186,3 +186,58 @@ def test_carried_in_c_equals_the_breadth_first_spread(data, seed, some):
     with pytest.MonkeyPatch.context() as m:
         m.setattr(kernels, "FORK_CELLS", 0)
         assert (loads.carried(sn, t.lft, lids, seeds if some else None) == want).all()
+
+
+def test_halves_raise_what_a_thread_raised_and_a_failed_allocation(monkeypatch):
+    """`kernels.halves` on a large subnet: an exception in the second thread, or walk.c's -1
+    (out of memory) from either half, reaches the caller; every half ran over its own range."""
+    from loom.routing import kernels
+
+    monkeypatch.setattr(kernels, "FORK_CELLS", 0)
+    ranges = []
+    kernels.halves(10, 1, lambda lo, hi: ranges.append((lo, hi)) or 0)
+    assert sorted(ranges) == [(0, 5), (5, 10)]
+
+    def second_fails(lo, hi):
+        if lo:
+            raise ValueError("from the thread")
+        return 0
+
+    with pytest.raises(ValueError, match="from the thread"):
+        kernels.halves(10, 1, second_fails)
+    with pytest.raises(MemoryError, match="walk.c"):
+        kernels.halves(10, 1, lambda lo, hi: -1 if lo == 0 else 0)
+
+
+def test_a_library_that_does_not_load_leaves_the_numpy_passes(monkeypatch, tmp_path):
+    """Built but not loadable (a cache on a noexec mount, a truncated file): `kernels()` is None
+    and every pass runs in numpy, with the same figures."""
+    from loom.routing import kernels
+
+    broken = tmp_path / "walk-0000.so"
+    broken.write_bytes(b"not a library")
+    monkeypatch.setattr(kernels.native, "build", lambda source: str(broken))
+    kernels.kernels.cache_clear()
+    try:
+        assert kernels.kernels() is None
+        t = route(expand(Model.model_validate(fat_tree(spines=2))))[0]
+        walk = Walk(t)
+        assert (walk.traffic.paths == walked_path_counts(Walk(t))).all()
+    finally:
+        kernels.kernels.cache_clear()
+
+
+def test_the_c_walk_in_two_ranges_equals_one():
+    """loom_follow over [0, k) then [k, n) of the columns, as the two threads call it."""
+    k = _native()
+    rng = np.random.default_rng(5)
+    n, w = 25, 90
+    nxt = np.where(rng.random((n, w)) < 0.8, np.minimum(np.arange(n)[:, None] + 1, n - 1), rng.integers(DEAD, n, (n, w)))
+    nxt = np.where(np.arange(n)[:, None] == n - 1, DELIVERED, nxt).astype(np.int16)
+    cols = np.arange(w, dtype=np.int64)
+    whole = np.empty((n, w), np.int8), np.empty((n, w), np.int16)
+    split = np.empty((n, w), np.int8), np.empty((n, w), np.int16)
+    assert k.follow(nxt, n, w, cols, 0, w, *whole) == 0
+    assert k.follow(nxt, n, w, cols, 0, 37, *split) == 0 and k.follow(nxt, n, w, cols, 37, w, *split) == 0
+    arrived = whole[0] != LOOP
+    assert (whole[0] == split[0]).all() and (whole[1][arrived] == split[1][arrived]).all()

@@ -63,9 +63,12 @@ def dependencies(walk: Walk, sources: str = "all", lids: np.ndarray | None = Non
         maps: list[np.ndarray] = []
         columns = lids.astype(np.int64)
 
+        lft = np.ascontiguousarray(walk.tables.lft)
+
         def mark(lo: int, hi: int) -> int:
-            maps.append(np.zeros(sn.n * ports * ports, np.uint8))
-            return native.dependencies(walk.next_switch, walk.tables.lft, *walk.tables.lft.shape, columns, lo, hi, ports, maps[-1])
+            seen = np.zeros(sn.n * ports * ports, np.uint8)  # this thread's own (not `maps[-1]` at the call)
+            maps.append(seen)
+            return native.dependencies(walk.next_switch, lft, *lft.shape, columns, lo, hi, ports, seen)
 
         halves(len(lids), sn.n * len(lids), mark)
         seen = np.logical_or.reduce(maps)

@@ -192,7 +192,7 @@ def columns(a: np.ndarray, lids: np.ndarray) -> np.ndarray:
 
 def _passed_on_in_c(walk: Walk, lids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`_passed_on` by walk.c, two halves of the LIDs in two threads, each with its own path counts."""
-    sn, lft, nxt = walk.tables.subnet, walk.tables.lft, walk.next_switch
+    sn, lft, nxt, native_walk = walk.tables.subnet, np.ascontiguousarray(walk.tables.lft), walk.next_switch, kernels()
     _, hops = walk.outcome
     own = np.full(sn.max_lid + 1, -1, np.int64)
     own[sn.ca_lids] = sn.ca_switch[sn.ca_lids]
@@ -201,8 +201,9 @@ def _passed_on_in_c(walk: Walk, lids: np.ndarray) -> tuple[np.ndarray, np.ndarra
     parts: list[np.ndarray] = []
 
     def part(lo: int, hi: int) -> int:
-        parts.append(np.zeros(sn.n * 256))
-        return kernels().passed_on(nxt, hops, lft, *nxt.shape, lids, lo, hi, cas, own, len(lids), reached, parts[-1])
+        paths = np.zeros(sn.n * 256)  # this thread's own: `parts[-1]` could be the other thread's by the call
+        parts.append(paths)
+        return native_walk.passed_on(nxt, hops, lft, *nxt.shape, lids, lo, hi, cas, own, len(lids), reached, paths)
 
     halves(len(lids), sn.n * len(lids), part)
     return reached, sum(parts).astype(np.int64).reshape(sn.n, 256)

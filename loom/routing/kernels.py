@@ -1,7 +1,7 @@
 """walk.c's loops over every [switch × LID] cell, in C: where each packet ends and what the CAs'
 traffic passes (`loom.checks.paths.Walk`), the deadlock check's channel dependencies
 (`loom.checks.deadlock`) and which switches the traffic to each destination reaches
-(`loom.routing.loads.carried`, which the engine and the balance check count on).  Built by
+(`loom.routing.loads.carried`, which the engine counts on between its balancing passes).  Built by
 `loom.native` into Loom's cache; where it cannot be (no C compiler, the cache off) `kernels()` is
 None and each caller runs its numpy version of the same pass, which the tests compare with C."""
 
@@ -30,7 +30,11 @@ def kernels():
         path = native.build(SOURCE)
     if path is None:
         return None
-    lib = ctypes.CDLL(path)
+    try:
+        lib = ctypes.CDLL(path)
+        functions = lib.loom_follow, lib.loom_passed_on, lib.loom_dependencies, lib.loom_carried
+    except (OSError, AttributeError):  # built but not loadable (a cache on a noexec mount): numpy then
+        return None
     i64, ptr = ctypes.c_int64, np.ctypeslib.ndpointer
     lib.loom_follow.argtypes = [ptr(np.int16, flags="C"), i64, i64, ptr(np.int64, flags="C"), i64, i64,
                                 ptr(np.int8, flags="C"), ptr(np.int16, flags="C")]
@@ -41,7 +45,7 @@ def kernels():
                                       i64, i64, i64, ptr(np.uint8, flags="C")]
     lib.loom_carried.argtypes = [ptr(np.uint8, flags="C"), ptr(np.int16, flags="C"), i64, i64, ptr(np.int64, flags="C"), i64, i64,
                                  ptr(np.bool_, flags="C"), i64, ptr(np.bool_, flags="C")]
-    return _Kernels(lib.loom_follow, lib.loom_passed_on, lib.loom_dependencies, lib.loom_carried)
+    return _Kernels(*functions)
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,6 @@ def halves(count: int, cells: int, run: Callable[[int, int], int]) -> None:
         if isinstance(code, BaseException):
             raise code
         if code:
-            raise MemoryError("the checks' walk (walk.c) could not allocate its buffers")
+            raise MemoryError("a walk over the forwarding tables (walk.c) could not allocate its buffers")
 
 

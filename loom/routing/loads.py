@@ -560,10 +560,12 @@ def carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray | None = No
     if seeds is None:
         seeds = np.bincount(sn.ca_switch[sn.ca_lids], minlength=sn.n) > 0
     native = kernels()
-    if native is not None:  # walk.c: two threads on a large subnet
+    seeds = np.asarray(seeds)
+    if native is not None and seeds.dtype == bool and seeds.shape == (sn.n,) == lft.shape[:1] \
+            and (len(lids) == 0 or 0 <= np.min(lids) and np.max(lids) < lft.shape[1]):  # walk.c reads only what is there
         seen = np.empty((sn.n, len(lids)), bool)
-        via, columns = _switch_behind(sn), np.asarray(lids, np.int64)
-        lft, seeds = np.ascontiguousarray(lft), np.ascontiguousarray(seeds, bool)
+        via, columns = _switch_behind(sn), np.ascontiguousarray(lids, np.int64)
+        lft, seeds = np.ascontiguousarray(lft), np.ascontiguousarray(seeds)
         halves(len(lids), sn.n * len(lids), lambda lo, hi: native.carried(lft, via, *lft.shape, columns, lo, hi, seeds, len(lids), seen))
         return seen
     half = len(lids) // 2
@@ -576,10 +578,8 @@ def carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray | None = No
 
 def _switch_behind(sn) -> np.ndarray:
     """int16 [switch × 256]: the switch behind the port each table entry names (-1: none)."""
-    entry = np.arange(256)
-    port = sn.out_port(entry)
-    behind = np.where(sn.peer_kind[:, port] == TO_SWITCH, sn.peer_dev[:, port], -1)
-    return np.ascontiguousarray(behind.astype(np.int16))
+    port = sn.out_port(np.arange(256))
+    return np.ascontiguousarray(np.where(sn.peer_kind[:, port] == TO_SWITCH, sn.peer_dev[:, port], -1).astype(np.int16))
 
 
 def _carried(sn, lft: np.ndarray, lids: np.ndarray, seeds: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@
  * delivered): ~12 s of CPU for `outcome` and ~6 s for `traffic`, most of `loom check`'s time
  * there.  Here each cell is resolved once, a block of LIDs at a time turned into columns that
  * fit in cache.  Why optional: without a C compiler (or with Loom's cache off) `paths.py` runs
- * its numpy passes, which compute the same arrays (tests/test_walk_native.py compares them).
+ * its numpy passes, which compute the same arrays (tests/test_paths.py compares them).
  *
  * Built by `loom.native` (cc -O2 -shared) into Loom's cache directory and called through
  * ctypes (`loom.routing.kernels`), which lets go of the GIL: two halves of the LIDs run in two
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define DEAD_LOOP (-3) /* paths.LOOP: still travelling after every switch was visited */
-#define BLOCK 64       /* LIDs turned into columns at a time: 64 × switches × 5 bytes in cache */
+#define BLOCK 64       /* LIDs turned into columns at a time: 64 × switches × 5-6 bytes in cache */
 #define UNSEEN (-1)
 #define ON_PATH (-2)
 
