@@ -19,14 +19,17 @@ turn leaf for switch-to-switch traffic): no forwarding loop is possible.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 from scipy.sparse import csr_matrix
 
 from loom.forked import Forked
 
 from .base import NO_ROUTE
+from .kernels import halves, kernels
 from .loads import DownLoads, IntoPaths, carried, distinct, even_cas, port_groups, rebalance_switch
-from .subnet import Subnet
+from .subnet import TO_SWITCH, Subnet
 from .updown import UpDown
 
 
@@ -188,13 +191,46 @@ def _down_loads(ud: UpDown, lft: np.ndarray, carries: np.ndarray, target: np.nda
 
 
 def _legalize(ud: UpDown, lft: np.ndarray, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> None:
-    """`_legalize_switch` on every live switch, half of them in a forked child (`_by_halves`)."""
-    def repair(part: np.ndarray) -> None:
-        for x in part:
-            _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
-
+    """`_legalize_switch` on every live switch.  Where walk.c is built, it first finds the entries
+    that are not plainly legal (`loom_suspect`, every cell: 2 threads, ~0.3 s at the LID limit,
+    where judging each switch's every entry in numpy cost 6 s on two cores), and only switches
+    with such entries are judged, on those entries alone; else half the switches in a forked
+    child (`_by_halves`)."""
     ud.computed()
-    _by_halves(lft, np.flatnonzero(ud.live), repair)
+    rows = np.flatnonzero(ud.live)
+    native = kernels()
+    if native is None or target.shape[1] != lft.shape[1]:  # walk.c reads both with one width
+        def repair(part: np.ndarray) -> None:
+            for x in part:
+                _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
+
+        _by_halves(lft, rows, repair)
+        return
+    for z in range(len(target)):  # no way into this zone's part of the path (as `_legalize_switch`)
+        lft[np.ix_(rows[ud.zone[rows] == z], np.flatnonzero(target[z] == -1))] = NO_ROUTE
+    for x in rows[ud.bigraph[rows]]:
+        _legalize_switch(ud, lft, int(x), target[ud.zone[x]], lids, roles)
+    for x, suspect in _suspect(ud, lft, target, lids, native):
+        _legalize_switch(ud, lft, x, target[ud.zone[x]], lids, roles, suspect)
+
+
+def _suspect(ud: UpDown, lft: np.ndarray, target: np.ndarray, lids: np.ndarray, native) -> Iterator[tuple[int, np.ndarray]]:
+    """(switch, bool per `lids`): the entries walk.c (`loom_suspect`) cannot call plainly legal,
+    for the switches outside BiGraphs that have any (a BiGraph's rule is not in C)."""
+    sn = ud.sn
+    port = sn.out_port(np.arange(256))
+    peer = np.where(sn.peer_kind[:, port] == TO_SWITCH, sn.peer_dev[:, port], -1)
+    via = np.ascontiguousarray(np.where(ud.zone[np.maximum(peer, 0)] == ud.zone[:, None], peer, -1).astype(np.int16))
+    rows = np.ascontiguousarray(np.flatnonzero(ud.live & ~ud.bigraph), np.int64)
+    lft, columns, target = np.ascontiguousarray(lft), np.ascontiguousarray(lids, np.int64), np.ascontiguousarray(target)
+    args = (ud.zone, ud.layer, np.ascontiguousarray(ud.down), np.ascontiguousarray(ud.updown), np.ascontiguousarray(ud.turn_leaf, np.int64))
+    counts = np.zeros(len(rows), np.int64)
+    halves(len(rows), sn.n * len(lids), lambda lo, hi: native.suspect(
+        lft, via, sn.n, lft.shape[1], rows, lo, hi, columns, len(columns), target, *args, counts, None))
+    for i in np.flatnonzero(counts):  # a row's mask only when its turn comes (other rows' repairs leave it as it was)
+        mask = np.zeros(len(columns), bool)
+        native.suspect(lft, via, sn.n, lft.shape[1], rows, int(i), int(i) + 1, columns, len(columns), target, *args, counts, mask.ctypes.data)
+        yield int(rows[i]), mask
 
 
 def _by_halves(lft: np.ndarray, rows: np.ndarray, work) -> None:
@@ -218,31 +254,34 @@ def _by_halves(lft: np.ndarray, rows: np.ndarray, work) -> None:
         other.close()
 
 
-def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> None:
+def _legalize_switch(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray,
+                     suspect: np.ndarray | None = None) -> None:
     """Move each illegal entry of switch x to the legal port least loaded with its destination's
     role (then in total), so the repair already keeps per-role balance and the rebalance after
-    it has little or nothing to move."""
+    it has little or nothing to move.  `suspect` (bool per `lids`, from walk.c): only those
+    entries are judged, the others being plainly legal."""
     t = target[lids]
     routed = (t >= 0) & (t != x)
-    lids, t = lids[routed], t[routed]
     lft[x, target == -1] = NO_ROUTE  # no way into this zone's part of the path
-    if len(lids) == 0:
+    judged = np.flatnonzero(routed if suspect is None else routed & suspect)
+    if len(judged) == 0:
         return
-    ut, inv = distinct(t, ud.sn.n)
+    ut, inv = distinct(t[judged], ud.sn.n)
     ports, umask = ud.candidates(x, ut)
     col = np.full(256, -1, np.int64)
     col[ports] = np.arange(len(ports))
     cur = col[lft[x, lids].astype(np.int64)]
-    ok = (cur >= 0) & umask[inv, np.maximum(cur, 0)]  # by target: no [destination × port] matrix
-    if ok.all():
+    fine = (cur[judged] >= 0) & umask[inv, np.maximum(cur[judged], 0)]  # by target: no [destination × port] matrix
+    if fine.all():
         return
-    mask = umask[inv]
-    load = np.bincount(np.maximum(cur[ok], 0), minlength=len(ports)).astype(np.int64)
+    ok = routed.copy()  # the entries that stay, as they count in the loads
+    ok[judged] = fine
+    load = np.bincount(cur[ok], minlength=len(ports)).astype(np.int64)
     role = roles[lids]
     load_r = np.zeros((int(role.max()) + 1, len(ports)), np.int64)
     np.add.at(load_r, (role[ok], cur[ok]), 1)
-    for i in np.flatnonzero(~ok):
-        legal = np.flatnonzero(mask[i])
+    for i, legal_ports in zip(judged[~fine], umask[inv[~fine]]):
+        legal = np.flatnonzero(legal_ports)
         if len(legal) == 0:
             lft[x, lids[i]] = NO_ROUTE
             continue

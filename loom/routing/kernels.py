@@ -1,7 +1,8 @@
 """walk.c's loops over every [switch × LID] cell, in C: where each packet ends and what the CAs'
 traffic passes (`loom.checks.paths.Walk`), the deadlock check's channel dependencies
-(`loom.checks.deadlock`) and which switches the traffic to each destination reaches
-(`loom.routing.loads.carried`, which the engine counts on between its balancing passes).  Built by
+(`loom.checks.deadlock`), which switches the traffic to each destination reaches
+(`loom.routing.loads.carried`, which the engine counts on between its balancing passes) and which
+entries the engine's legality pass must judge (`loom.routing.asbuilt._legalize`).  Built by
 `loom.native` into Loom's cache; where it cannot be (no C compiler, the cache off) `kernels()` is
 None and each caller runs its numpy version of the same pass, which the tests compare with C."""
 
@@ -32,7 +33,7 @@ def kernels():
         return None
     try:
         lib = ctypes.CDLL(path)
-        functions = lib.loom_follow, lib.loom_passed_on, lib.loom_dependencies, lib.loom_carried
+        functions = lib.loom_follow, lib.loom_passed_on, lib.loom_dependencies, lib.loom_carried, lib.loom_suspect
     except (OSError, AttributeError):  # built but not loadable (a cache on a noexec mount): numpy then
         return None
     i64, ptr = ctypes.c_int64, np.ctypeslib.ndpointer
@@ -45,6 +46,10 @@ def kernels():
                                       i64, i64, i64, ptr(np.uint8, flags="C")]
     lib.loom_carried.argtypes = [ptr(np.uint8, flags="C"), ptr(np.int16, flags="C"), i64, i64, ptr(np.int64, flags="C"), i64, i64,
                                  ptr(np.bool_, flags="C"), i64, ptr(np.bool_, flags="C")]
+    lib.loom_suspect.argtypes = [ptr(np.uint8, flags="C"), ptr(np.int16, flags="C"), i64, i64, ptr(np.int64, flags="C"), i64, i64,
+                                 ptr(np.int64, flags="C"), i64, ptr(np.int64, flags="C"), ptr(np.int64, flags="C"), ptr(np.int64, flags="C"),
+                                 ptr(np.bool_, flags="C"), ptr(np.bool_, flags="C"), ptr(np.int64, flags="C"), ptr(np.int64, flags="C"),
+                                 ctypes.c_void_p]
     return _Kernels(*functions)
 
 
@@ -54,6 +59,7 @@ class _Kernels:
     passed_on: Callable[..., int]
     dependencies: Callable[..., int]
     carried: Callable[..., int]
+    suspect: Callable[..., int]
 
 
 def halves(count: int, cells: int, run: Callable[[int, int], int]) -> None:

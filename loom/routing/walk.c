@@ -220,3 +220,46 @@ int loom_carried(const uint8_t *lft, const int16_t *via, int64_t n, int64_t widt
     free(port), free(reach);
     return 0;
 }
+
+/* The plain cases of the engine's legality pass (`asbuilt._legalize`, by `UpDown.candidates`'
+ * rule), for switches x = rows[lo..hi) and LIDs lids[0..m): an entry is plainly legal when the
+ * switch behind its port (`via[x * 256 + entry]`, -1 unless a switch of x's zone) goes down
+ * towards the destination's target t (`target[zone[x] * width + lid]`) if x reaches t going down
+ * (`down[x * n + t]`), else up and still reaches t up-then-down (`updown`).  A switch that
+ * reaches t neither way heads so for t's turn leaf (`turn_leaf[t]`), the first choice of
+ * `candidates` (an entry legal by this rule shows that x reaches the leaf, as it requires).
+ * Every other entry whose target is a switch other than x is suspect: a port with no switch of
+ * the zone behind it, a wrong direction, a turn elsewhere (Python judges those).
+ * counts[i] = the suspect entries of rows[i]; with `mask` (one row asked: hi = lo + 1),
+ * mask[j] = 1 where lids[j]'s entry is suspect.  Returns 0. */
+int loom_suspect(const uint8_t *lft, const int16_t *via, int64_t n, int64_t width, const int64_t *rows,
+                 int64_t lo, int64_t hi, const int64_t *lids, int64_t m, const int64_t *target,
+                 const int64_t *zone, const int64_t *layer, const uint8_t *down, const uint8_t *updown,
+                 const int64_t *turn_leaf, int64_t *counts, uint8_t *mask)
+{
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t x = rows[i], count = 0;
+        const uint8_t *entries = lft + x * width;
+        const int64_t *to = target + zone[x] * width;
+        const int16_t *behind = via + x * 256;
+        for (int64_t j = 0; j < m; j++) {
+            int64_t t = to[lids[j]], y = behind[entries[lids[j]]];
+            int ok = 1;
+            if (t >= 0 && t != x) {
+                if (!updown[x * n + t])
+                    t = turn_leaf[t]; /* reaches t up-then-down, by its definition (UpDown._turns) */
+                if (y < 0 || t < 0)
+                    ok = 0;
+                else if (down[x * n + t])
+                    ok = layer[y] < layer[x] && down[y * n + t];
+                else
+                    ok = layer[y] > layer[x] && updown[y * n + t];
+            }
+            count += !ok;
+            if (mask)
+                mask[j] = !ok;
+        }
+        counts[i] = count;
+    }
+    return 0;
+}
