@@ -25,7 +25,8 @@ from functools import cached_property
 import numpy as np
 
 from loom.routing.base import lid_chunks
-from loom.routing.loads import PortGroup, counting_bound, port_groups
+from loom.routing.groups import port_groups
+from loom.routing.loads import PortGroup, counting_bound
 from loom.routing.subnet import LAYER, TO_SWITCH
 from loom.routing.updown import UpDown
 

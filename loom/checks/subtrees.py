@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loom.routing.loads import counting_bound, distinct_rows, into_paths_bound, min_max_load
+from loom.routing.groups import distinct_rows
+from loom.routing.loads import counting_bound, into_paths_bound, min_max_load
 from loom.routing.updown import UpDown
 
 #: the level of a link by its parent's role (its child's subtree: a leaf, a pod)

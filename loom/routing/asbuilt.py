@@ -27,8 +27,9 @@ from scipy.sparse import csr_matrix
 from loom.forked import Forked
 
 from .base import NO_ROUTE
+from .groups import distinct, port_groups
 from .kernels import halves, kernels
-from .loads import DownLoads, IntoPaths, carried, distinct, even_cas, port_groups, rebalance_switch
+from .loads import DownLoads, IntoPaths, carried, even_cas, rebalance_switch
 from .subnet import TO_SWITCH, Subnet
 from .updown import UpDown
 
@@ -98,13 +99,12 @@ def fit_to_fabric(sn: Subnet, lft: np.ndarray, roles: np.ndarray, priority: np.n
                 if direction == "up" and lay == 0 and z not in downs:
                     downs[z] = _down_loads(ud, lft, full, target[z], lids)
                 down = downs.get(z) if direction == "up" and lay == 0 else None
-                for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
-                    if group.direction == direction:
-                        rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
-                        # not in a repair (minimal churn: CAs at their bound before a failure stay)
-                        if down is not None and settled is None and judged[z]:
-                            into = intos[z] if z in intos else intos.setdefault(z, _into_paths(ud, lft, z))
-                            even_cas(lft, group, prio, into, sn.peer_dev[x, group.ports])
+                for group in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles, direction):
+                    rebalance_switch(lft, group, prio, down, sn.peer_dev[x, group.ports])
+                    # not in a repair (minimal churn: CAs at their bound before a failure stay)
+                    if down is not None and settled is None and judged[z]:
+                        into = intos[z] if z in intos else intos.setdefault(z, _into_paths(ud, lft, z))
+                        even_cas(lft, group, prio, into, sn.peer_dev[x, group.ports])
 
         if direction == "up" and lay == 0:
             even_out(rows)  # leaves share their zone's spine-to-leaf loads (`downs`): in order, here

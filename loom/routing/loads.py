@@ -27,7 +27,6 @@ from loom.forked import Forked
 from .base import lid_chunks
 from .kernels import halves, kernels
 from .subnet import TO_SWITCH
-from .updown import UpDown
 
 #: Every channel adapter together, as a role code: a leaf's up-port that carries one CA
 #: destination more than its share carries the leaf's CAs' paths to it (issue 33), even where
@@ -164,86 +163,6 @@ def _assignable(patterns: np.ndarray, counts: np.ndarray, others: np.ndarray, k:
     cap = np.r_[counts, others, counts[gi], others[gi], np.full(p, k), np.full(p, total)].astype(np.int32)
     graph = csr_matrix((cap, (src, dst)), shape=(sink + 1, sink + 1))
     return maximum_flow(graph, 0, sink).flow_value == int(counts.sum() + others.sum())
-
-
-def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray) -> list[PortGroup]:
-    """The port groups of switch x over the given destinations (those it forwards to a switch
-    of its zone), with each destination's legal ports and current choice."""
-    t = target[lids]
-    keep = (t >= 0) & (t != x)
-    lids, t = lids[keep], t[keep]
-    if len(lids) == 0:
-        return []
-    entry = lft[x, lids].astype(np.int64)
-    ut, inv = distinct(t, ud.sn.n)
-    ports, umask = ud.candidates(x, ut)
-    if len(ports) == 0:
-        return []
-    pats, pat_of_t = distinct_rows(umask)
-    # ports joined by any destination's legal set form one group (union-find on columns)
-    parent = list(range(len(ports)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for row in pats:
-        cols = np.flatnonzero(row)
-        for c in cols[1:]:
-            parent[find(int(c))] = find(int(cols[0]))
-    comp = np.array([find(i) for i in range(len(ports))])
-    pat_comp = np.where(pats.any(axis=1), comp[np.argmax(pats, axis=1)], -1)
-    dest_pat = pat_of_t[inv]
-    dest_comp = pat_comp[dest_pat]
-    by_comp = np.argsort(dest_comp, kind="stable")  # each group's destinations, ascending, without a pass per group
-    starts = np.searchsorted(dest_comp[by_comp], np.arange(len(ports) + 1))
-    col = np.full(int(ports.max()) + 2, -1, np.int64)
-    out = []
-    for c in np.unique(comp):
-        cols = np.flatnonzero(comp == c)
-        mine = np.flatnonzero(pat_comp == c)
-        rows = by_comp[starts[c]:starts[c + 1]]
-        if len(rows) == 0:
-            continue
-        col[:] = -1
-        col[ports[cols]] = np.arange(len(cols))
-        renum = np.full(len(pats), -1, np.int64)
-        renum[mine] = np.arange(len(mine))
-        peer = int(ud.sn.peer_dev[x, ports[cols[0]]])
-        out.append(PortGroup(x, ports[cols], _direction(ud.layer[x], ud.layer[peer]), lids[rows],
-                             roles[lids[rows]], pats[np.ix_(mine, cols)], renum[dest_pat[rows]],
-                             col[np.minimum(entry[rows], len(col) - 1)], ud.sn.lid_switch[lids[rows]] < 0))
-    return out
-
-
-def distinct(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """`np.unique(values, return_inverse=True)` for integers in [0, size): a lookup table
-    instead of a sort, O(len(values) + size) — the per-switch passes call it with every LID."""
-    index = np.full(size, -1, np.int64)
-    index[values] = 0
-    present = np.flatnonzero(index == 0)
-    index[present] = np.arange(len(present))
-    return present, index[values]
-
-
-def distinct_rows(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`np.unique(mask, axis=0, return_inverse=True)` for a bool matrix, same order: rows
-    packed to bytes (first column the high bit) and sorted by those, since sorting whole rows
-    as records is slow."""
-    packed = np.packbits(mask, axis=1)
-    order = np.lexsort(packed.T[::-1])
-    ranked = packed[order]
-    first = np.r_[True, (ranked[1:] != ranked[:-1]).any(axis=1)] if len(ranked) else np.zeros(0, bool)
-    inverse = np.empty(len(mask), np.int64)
-    inverse[order] = np.cumsum(first) - 1
-    return mask[order[first]], inverse
-
-
-def _direction(layer: int, peer_layer: int) -> str:
-    """"up", "down", or "across" (a BiGraph's link to the other part: both are node-facing)."""
-    return "up" if peer_layer > layer else "down" if peer_layer < layer else "across"
 
 
 @dataclass
