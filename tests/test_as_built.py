@@ -181,3 +181,28 @@ def test_uneven_cabling_by_design_is_routed_at_its_own_bound():
     assert reach.reachable and dead.deadlock_free and bal.within_bound and bal.design_within_bound
     data["zones"][0]["spine_links"] = [3, 3, 3, 2, 4, 1]
     assert any("takes 4 links" in f.message for f in check_rules(Model.model_validate(data)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(degraded_trees(), st.integers(0, 2**31))
+def test_down_groups_counted_at_once_equal_the_general_pass(monkeypatch, data, seed):
+    """A spine or core with one link per child has its groups down counted per port at once
+    (`balance._single_port_figures`), the rest by `port_groups`: the same figures as the general
+    pass alone, on degraded trees with a few entries moved to another port."""
+    import loom.checks.balance as balance
+    from loom.checks.balance import group_figures
+
+    t = route(expand(Model.model_validate(data)))[0]
+    rng = np.random.default_rng(seed)
+    rows, cols = np.nonzero((t.lft != 255) & (UpDown.of(t.subnet).layer > 0)[:, None])  # entries above the leaves
+    picks = rng.choice(len(rows), min(3, len(rows)), replace=False) if len(rows) and rng.random() < 0.7 else []
+    moved = t.with_entries({(int(rows[i]), int(cols[i])): int(rng.integers(1, t.subnet.max_port + 1)) for i in picks})
+
+    def figures():
+        return [(g.level, g.row, g.ports, g.loads.tolist(), g.bound, g.design, g.per_role) for g in group_figures(Walk(moved))]
+
+    quick = figures()
+    with monkeypatch.context() as patched:  # undone before hypothesis' next example
+        patched.setattr(balance, "_single_port_figures", lambda *a: None)
+        assert quick == figures()

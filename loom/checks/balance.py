@@ -162,25 +162,35 @@ def group_figures(walk: Walk, only: np.ndarray | None = None, judged: Judged | N
     j = judged or Judged.of(walk)
     ud, lids, names, roles, used = j.ud, j.lids, j.names, j.roles, j.used
     target = ud.targets(lft)
+    design: dict[tuple[int, str], int] = {}  # (switch, direction): ports in the intact design
+
+    def dports(x: int, direction: str, ports: int) -> int:
+        if (x, direction) not in design:
+            design[x, direction] = _design_ports(sn, x, direction, 0)
+        return max(design[x, direction], ports)
+
     out = []
     for x in np.flatnonzero(ud.live & (True if only is None else only)):
-        quick = _single_port_figures(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles, names)
+        mine = lids[used[x]]
+        quick = _single_port_figures(ud, lft, int(x), target[ud.zone[x]], mine, roles, names)
+        direction, figures = None, []
         if quick is not None:
-            out += quick
-            continue
-        for g in port_groups(ud, lft, int(x), target[ud.zone[x]], lids[used[x]], roles):
+            figures, mine = quick
+            direction = "up"  # what the switch sends up, if anything: one group per set of joined up-ports
+        for g in port_groups(ud, lft, int(x), target[ud.zone[x]], mine, roles, direction):
             level = LEVELS.get((sn.switch(g.switch).role, g.direction))
             if level is None:
                 continue
-            dports = _design_ports(sn, g.switch, g.direction, len(g.ports))
+            d = dports(int(g.switch), g.direction, len(g.ports))
             legal = g.legal()
             if len(g.ports) == 1 and legal:  # most groups (a spine's link down to one leaf): load = bound
-                out.append(_one_port_figures(sn, level, int(g.switch), int(g.ports[0]), g.roles, names, dports))
+                figures.append(_one_port_figures(sn, level, int(g.switch), int(g.ports[0]), g.roles, names, d))
                 continue
-            per_role = {names[r]: (int(g.loads(r).max()), _exact(g, r, legal), -(-int((g.roles == r).sum()) // dports))
+            per_role = {names[r]: (int(g.loads(r).max()), _exact(g, r, legal), -(-int((g.roles == r).sum()) // d))
                         for r in g.role_codes()}
-            out.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), g.loads(), _exact(g, None, legal),
-                                    -(-len(g.lids) // dports), per_role))
+            figures.append(GroupFigures(level, int(g.switch), sn.name(g.switch), g.ports.tolist(), g.loads(), _exact(g, None, legal),
+                                        -(-len(g.lids) // d), per_role))
+        out += sorted(figures, key=lambda f: f.ports[0])  # as `port_groups` orders them
     return out
 
 
@@ -194,28 +204,35 @@ def into_figures(walk: Walk, only: np.ndarray | None = None, judged: Judged | No
 
 
 def _single_port_figures(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: np.ndarray, roles: np.ndarray,
-                         names: list[str]) -> list[GroupFigures] | None:
-    """The figures of a switch whose every port leads down to a child that alone reaches what it
-    carries (a core of a three-layer tree: `UpDown.single_down`), counted per port at once — the
-    same figures `port_groups` gives, one single-port group per port in use.  None when the switch
-    is not like that, or a destination is not on the one legal port: then the general pass judges it."""
+                         names: list[str]) -> tuple[list[GroupFigures], np.ndarray] | None:
+    """The figures of the groups down from a switch whose every port down leads to a child that
+    alone reaches what it carries there (the spines and cores of a three-layer tree with one link
+    per child: `UpDown.single_down`), counted per port at once — the same figures `port_groups`
+    gives, one single-port group per port in use (40,000 groups at the LID limit) — and the
+    destinations the switch sends up, whose groups `port_groups` then forms.  None when the
+    switch is not like that, a destination must turn (it is not reached up-then-down), or one is
+    not on its one legal port: then the general pass judges it."""
     sn = ud.sn
     ports, peers = ud.switch_links(x)
     level = LEVELS.get((sn.switch(x).role, "down"))
-    if not ud.single_down[x] or level is None or len(peers) == 0 or (ud.zone[peers] != ud.zone[x]).any() \
-            or (ud.layer[peers] >= ud.layer[x]).any():
+    lower = ud.layer[peers] < ud.layer[x]
+    if not ud.single_down[x] or level is None or not lower.any() or (ud.zone[peers] != ud.zone[x]).any() \
+            or (ud.layer[peers] == ud.layer[x]).any():
         return None
     t = target[lids]
     keep = (t >= 0) & (t != x)
     lids, t = lids[keep], t[keep]
-    reach = ud.down[peers][:, t]  # [port, destination]: the child behind the port reaches its target
+    if not ud.updown[x, t].all():
+        return None
+    below = ud.down[x, t]
+    reach = ud.down[peers[lower]][:, t[below]]  # [port down, destination]: the child behind the port reaches its target
     if (reach.sum(axis=0) != 1).any():
         return None
-    port = ports[reach.argmax(axis=0)]
-    if (lft[x, lids] != port).any():
+    port = ports[lower][reach.argmax(axis=0)]
+    if (lft[x, lids[below]] != port).any():
         return None
-    dports = _design_ports(sn, x, "down", 1)
-    return [_one_port_figures(sn, level, x, int(q), roles[lids[port == q]], names, dports) for q in np.unique(port)]
+    down, dports = lids[below], _design_ports(sn, x, "down", 1)
+    return [_one_port_figures(sn, level, x, int(q), roles[down[port == q]], names, dports) for q in np.unique(port)], lids[~below]
 
 
 def _one_port_figures(sn, level: str, x: int, port: int, roles: np.ndarray, names: list[str], dports: int) -> GroupFigures:
