@@ -54,3 +54,29 @@ def test_pinned_items_crowd_the_counted_ones():
     patterns = np.array([[True, True], [True, False]])
     assert min_max_load(patterns, np.array([3, 0]), np.array([0, 3]), 3) == 3
     assert min_max_load(patterns, np.array([3, 0]), np.array([0, 3]), 4) == 2
+
+
+def test_at_counting_bound_judges_every_role_as_one_role_at_a_time():
+    """`PortGroup.at_counting_bound` counts every role at once; here each role (and the total)
+    is judged by itself with `counting_bound`, on random groups with some destinations off
+    their group's ports."""
+    from loom.routing.loads import PortGroup, counting_bound
+
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(3000):
+        ports, kinds, dests = int(rng.integers(1, 6)), int(rng.integers(1, 5)), int(rng.integers(1, 30))
+        pats = rng.random((kinds, ports)) < 0.6
+        pats[np.arange(kinds), rng.integers(0, ports, kinds)] = True
+        pattern = rng.integers(0, kinds, dests)
+        chosen = np.array([rng.choice(np.flatnonzero(pats[p])) if rng.random() < 0.95 else -1 for p in pattern])
+        roles = rng.integers(0, 3, dests)
+        g = PortGroup(0, np.arange(ports), "up", np.arange(dests), roles, pats, pattern, chosen, np.ones(dests, bool))
+        want = True
+        for r in [None, *np.unique(roles).tolist()]:
+            of = np.ones(dests, bool) if r is None else roles == r
+            load = np.bincount(chosen[of & (chosen >= 0)], minlength=ports).max(initial=0)
+            want &= bool(load <= counting_bound(pats, np.bincount(pattern[of], minlength=kinds)))
+        assert g.at_counting_bound() == want
+        seen.add(want)
+    assert seen == {True, False}

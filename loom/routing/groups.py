@@ -20,6 +20,10 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
     group cost ~2 s at the LID limit."""
     t = target[lids]
     keep = (t >= 0) & (t != x)
+    if direction in ("up", "down") and not ud.bigraph[x] and ud.updown[x, t[keep]].all():
+        # no destination turns, so each one's legal ports all go down (x is above its target)
+        # or all up: the other direction's destinations share no port with the groups asked
+        keep &= ud.down[x, np.maximum(t, 0)] == (direction == "down")
     lids, t = lids[keep], t[keep]
     if len(lids) == 0:
         return []
