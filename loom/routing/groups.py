@@ -20,7 +20,9 @@ def port_groups(ud: UpDown, lft: np.ndarray, x: int, target: np.ndarray, lids: n
     group cost ~2 s at the LID limit."""
     t = target[lids]
     keep = (t >= 0) & (t != x)
-    if direction in ("up", "down") and not ud.bigraph[x] and ud.updown[x, t[keep]].all():
+    _, peers = ud.switch_links(x)
+    if direction in ("up", "down") and not ud.bigraph[x] and (ud.layer[peers] < ud.layer[x]).any() \
+            and (ud.layer[peers] > ud.layer[x]).any() and ud.updown[x, t[keep]].all():
         # no destination turns, so each one's legal ports all go down (x is above its target)
         # or all up: the other direction's destinations share no port with the groups asked
         keep &= ud.down[x, np.maximum(t, 0)] == (direction == "down")
@@ -97,7 +99,11 @@ def distinct(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
 def distinct_rows(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`np.unique(mask, axis=0, return_inverse=True)` for a bool matrix, same order: rows
     packed to bytes (first column the high bit) and sorted by those, since sorting whole rows
-    as records is slow."""
+    as records is slow; up to 63 columns (a 64-port switch's links), each row one integer."""
+    if mask.shape[1] <= 63:
+        key = mask.astype(np.int64) @ (np.int64(1) << np.arange(mask.shape[1] - 1, -1, -1, dtype=np.int64))
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        return mask[first], inverse.reshape(-1)
     packed = np.packbits(mask, axis=1)
     order = np.lexsort(packed.T[::-1])
     ranked = packed[order]
