@@ -5,6 +5,7 @@ spine sent back up, "no route", another zone's links) — degraded trees, BiGrap
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -73,3 +74,30 @@ def test_legalize_with_c_equals_numpy_on_catalogue_fabrics(monkeypatch, name):
         with_c, without, must = _both(tables, _planted(tables, 7, 0.05), monkeypatch)
         assert np.array_equal(with_c, without)
         assert must.any() and (with_c[must] != 255).all()
+
+
+def test_legalize_with_c_equals_numpy_with_links_that_skip_a_layer(monkeypatch):
+    """A leaf that lost its up-links cabled straight to the cores (no model builds this, but a
+    hand-made subnet can have it): the C pass must not take an entry up to a core as legal
+    towards a turn leaf the leaf does not reach up-then-down (`candidates` requires it)."""
+    from tests.test_as_built import fat_tree
+
+    from loom.routing.subnet import TO_SWITCH
+
+    data = fat_tree(ports=12, spines=2, links=1, leaves=2, pods=2, cores=2, spine_up=1, nodes=8, missing_links=[(0, 0), (0, 1)])
+    tables = route(expand(Model.model_validate(data)))[0]
+    sn = tables.subnet
+    role = [sn.switch(i).role for i in range(sn.n)]
+    leaf = next(i for i in range(sn.n) if role[i] == "leaf" and not (sn.peer_kind[i] == TO_SWITCH).any())
+    kind, dev, port = sn.peer_kind.copy(), sn.peer_dev.copy(), sn.peer_port.copy()
+    free = [p for p in range(1, sn.max_port + 1) if kind[leaf, p] == 0]
+    for lp, core in zip(free, [i for i in range(sn.n) if role[i] == "core"]):
+        cp = next(p for p in range(1, sn.max_port + 1) if kind[core, p] == 0)
+        kind[leaf, lp], dev[leaf, lp], port[leaf, lp] = TO_SWITCH, core, cp
+        kind[core, cp], dev[core, cp], port[core, cp] = TO_SWITCH, leaf, lp
+    skipping = dataclasses.replace(tables, subnet=dataclasses.replace(sn, peer_kind=kind, peer_dev=dev, peer_port=port))
+    for up in free[:2]:
+        lft = skipping.lft.copy()
+        lft[leaf, 1:] = up
+        with_c, without, _ = _both(skipping, lft, monkeypatch)
+        assert np.array_equal(with_c, without)

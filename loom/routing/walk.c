@@ -227,7 +227,8 @@ int loom_carried(const uint8_t *lft, const int16_t *via, int64_t n, int64_t widt
  * towards the destination's target t (`target[zone[x] * width + lid]`) if x reaches t going down
  * (`down[x * n + t]`), else up and still reaches t up-then-down (`updown`).  A switch that
  * reaches t neither way heads so for t's turn leaf (`turn_leaf[t]`), the first choice of
- * `candidates` (an entry legal by this rule shows that x reaches the leaf, as it requires).
+ * `candidates` when x reaches that leaf up-then-down (as `candidates` requires: asked here, not
+ * inferred from the next switch, since a link that skipped a layer would break the inference).
  * Every other entry whose target is a switch other than x is suspect: a port with no switch of
  * the zone behind it, a wrong direction, a turn elsewhere (Python judges those).
  * counts[i] = the suspect entries of rows[i]; with `mask` (one row asked: hi = lo + 1),
@@ -253,7 +254,7 @@ int loom_suspect(const uint8_t *lft, const int16_t *via, int64_t n, int64_t widt
                 else if (down[x * n + t])
                     ok = layer[y] < layer[x] && down[y * n + t];
                 else
-                    ok = layer[y] > layer[x] && updown[y * n + t];
+                    ok = updown[x * n + t] && layer[y] > layer[x] && updown[y * n + t];
             }
             count += !ok;
             if (mask)
