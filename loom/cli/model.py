@@ -128,7 +128,7 @@ def lock_cmd(model: Path = MODEL_ARG,
 
     def refuse(problems: list[str]) -> None:
         for x in problems:
-            err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
+            err.print(f"[red]{escape(str(path))}:[/red] {escape(x)}", highlight=False)
         raise typer.Exit(1)
 
     try:
@@ -148,7 +148,7 @@ def lock_cmd(model: Path = MODEL_ARG,
     if check:
         problems = [f"{x}; fix: run `loom lock {model}` and commit {path}" for x in differences(old, new)]
         for x in problems:
-            err.print(f"[red]{path}:[/red] {x}", highlight=False, markup=False)
+            err.print(f"[red]{escape(str(path))}:[/red] {escape(x)}", highlight=False)
         if not problems:
             out.print(f"{path}: matches {model}", highlight=False)
         raise typer.Exit(1 if problems else 0)

@@ -98,8 +98,8 @@ class Ethernet:
                          f"daemons: {s['daemons']}  hosts: {s['hosts']}  lock: {'free' if s['lock_free'] else 'held'}"
                          + (f"  not running: {', '.join(s['down'][:5])}" if s["down"] else "")
                          + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
-                         + ("  an interrupted apply awaits recovery (any loom command resolves it)"
-                            if s["interrupted_apply"] else ""), highlight=False, markup=False)
+                         + ("  an interrupted apply awaits recovery (the next `loom plan`, `apply`, `sim up` or "
+                            "`sim down` resolves it)" if s["interrupted_apply"] else ""), highlight=False, markup=False)
         return s["up"]
 
     def link_event(self, model: Path, fabric: Fabric, cables: list[int], up: bool, ui: Ui) -> list[str]:
