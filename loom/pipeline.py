@@ -91,4 +91,6 @@ def apply(plan_doc: dict, plan_path: Path, progress: Callable[[str], None], keep
     (`loom.push.engine`) with tables instead of a plan."""
     from loom.fabrics import backend_of_plan
 
-    return backend_of_plan(plan_doc).apply(plan_doc, plan_path, progress, keep_live, from_edited, timeout)
+    backend = backend_of_plan(plan_doc)
+    backend.check_shape(plan_doc, plan_path)  # what `loom show` refuses, apply refuses too, before any work
+    return backend.apply(plan_doc, plan_path, progress, keep_live, from_edited, timeout)

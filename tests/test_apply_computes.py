@@ -134,3 +134,20 @@ def test_design_tables_a_plan_carries_must_be_the_models(tiny_up, tmp_path):
     resign(path, {**plan, "design_lfts": table_rows(edited)})
     code, out = loom("apply", str(path))
     assert code == 1 and "design tables it carries are not the model's" in out, out
+
+
+@pytest.mark.parametrize("field, value, named", [("qos", None, "qos"), ("qos", "x", "qos"), ("changes", "lots", "changes"),
+                                                 ("created", None, "created"), ("target", "sim", "target"),
+                                                 ("new_switches", 5, "new_switches")])
+def test_apply_refuses_what_show_refuses(tiny_up, tmp_path, field, value, named):
+    """A re-signed plan whose fields have the wrong shape: apply refuses it as `loom show` does,
+    naming the field, before any work (it once crashed on `qos: null` and pushed `changes: "lots"`)."""
+    d = tiny_up
+    path = applied(tmp_path)
+    resign(path, {**read_plan(path), field: value})
+    code, shown = loom("show", str(path))
+    assert code == 1 and named in shown and "Traceback" not in shown, shown
+    sweeps = d.sweeps()
+    code, out = loom("apply", str(path))
+    assert code == 1 and f"{path}: {named}" in out and "Traceback" not in out, out
+    assert d.sweeps() == sweeps

@@ -366,3 +366,85 @@ def test_a_journal_naming_declared_cables_is_resolved_on_the_design(tmp_path):
     sn = _as_it_stands({"model": str(model), "cables_down": ["z0-leaf1/7", "z0-leaf0/5"]})
     leaf1 = next(i for i in range(sn.n) if sn.name(i) == "z0-leaf1")
     assert sn.peer_kind[leaf1, 7] == 0 and sn.peer_kind[leaf1, 5] != 0
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_a_no_change_apply_around_a_dead_spine_keeps_the_design(fabric_up):
+    """Plan and apply run again while a spine is marked down (a pipeline that always does both):
+    the no-change apply keeps the design tables as they were, and once the spine is back the
+    plan returns to them (an apply once recorded the repair as the design: every plan after
+    failed reachability, and only deleting `design.lfts` by hand got out)."""
+    model, d = fabric_up
+    design = (d.dir / "design.lfts").read_text()
+    assert loom("mark", "down", model, "z1-spine0", "--reason", "PSU")[0] == 0
+    for expect in (2, 0):
+        assert loom("plan", model)[0] == expect and loom("apply", "--model", model)[0] == 0
+    assert (d.dir / "design.lfts").read_text() == design
+    assert loom("mark", "up", model, "z1-spine0")[0] == 0
+    code, out = loom("plan", model)
+    assert code == 2, out
+    assert loom("apply", "--model", model)[0] == 0
+    assert (d.dir / "last-applied.lfts").read_text() == design
+    no_changes(model)
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_design_tables_recorded_around_a_failure_are_routed_afresh(fabric_up):
+    """State an earlier loom left: the repair around a dead spine kept as `design.lfts`.  With the
+    spine back, the plan does not fail the checks of those tables: it routes the design afresh."""
+    from loom.fabrics.infiniband.design import design_files
+
+    model, d = fabric_up
+    assert loom("mark", "down", model, "z1-spine0", "--reason", "PSU")[0] == 0
+    assert loom("plan", model)[0] == 2 and loom("apply", "--model", model)[0] == 0
+    key = (d.dir / "design.key").read_text().split()[0]
+    for path, text in design_files(d.dir, key, (d.dir / "last-applied.lfts").read_text()).items():
+        path.write_text(text)
+    assert loom("mark", "up", model, "z1-spine0")[0] == 0
+    code, out = loom("plan", model)
+    assert code == 2 and "fails" not in out, out
+    assert loom("apply", "--model", model)[0] == 0
+    no_changes(model)
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_a_cable_pulled_between_plan_and_apply_refuses_the_plan(fabric_up, tmp_path):
+    """The live tables do not show a cable that failed after the plan was made; the plan's
+    tables, checked on the cabling it saw, could send traffic down it: apply refuses them,
+    naming the cable, and pushes nothing.  A new plan routes around it."""
+    model, d = fabric_up
+    assert loom("mark", "down", model, "z0-spine1", "--reason", "PSU")[0] == 0
+    plan = str(tmp_path / "p.json")
+    assert loom("plan", model, "--out", plan)[0] == 2
+    assert loom("sim", "link", "down", model, "z0-leaf1:7")[0] == 0
+    applied = (d.dir / "last-applied.sha256").read_text()
+    code, out = loom("apply", plan)
+    assert code == 1 and "cabling changed" in out and "z0-leaf1/7" in out, out
+    assert (d.dir / "last-applied.sha256").read_text() == applied and not (d.dir / "apply.journal").exists()
+    assert loom("plan", model)[0] == 2 and loom("apply", "--model", model)[0] == 0
+    assert loom("sim", "link", "up", model, "z0-leaf1:7")[0] == 0
+    assert loom("mark", "up", model, "z0-spine1")[0] == 0
+    assert loom("plan", model)[0] == 2 and loom("apply", "--model", model)[0] == 0
+    no_changes(model)
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+@pytest.mark.parametrize("before", ["a cable routed around, back after the restart", "a spine marked down, not applied"])
+def test_a_restart_keeps_looms_tables(fabric_up, before):
+    """`sim down` / `sim up` with loom's tables in OpenSM's file: tables routed around a cable
+    the restart brings back, and design tables through a spine marked down since, are safe on
+    the fabric as cabled — loaded, not swapped for OpenSM's own routing (which the next plan
+    took for a change made outside loom); the plan then balances them as usual."""
+    model, d = fabric_up
+    if before.startswith("a cable"):
+        assert loom("sim", "link", "down", model, "z0-leaf3:6")[0] == 0
+        assert loom("plan", model)[0] == 2 and loom("apply", "--model", model)[0] == 0
+    else:
+        assert loom("mark", "down", model, "z0-spine1", "--reason", "PSU")[0] == 0
+    assert loom("sim", "down", "--force", model)[0] == 0
+    code, out = loom("sim", "up", model)
+    assert code == 0 and "rejected" not in out and "routing file" in out, out
+    code, out = loom("plan", model)
+    assert code == 2 and "outside loom" not in out, out
+    assert loom("apply", "--model", model)[0] == 0
+    no_changes(model)

@@ -48,7 +48,7 @@ from .lft_readback import (Entries, block_jobs, block_mismatch, blocks_answered,
                            whole_tables)
 from .pkeys import files as pkey_files, finish_files as pkey_finish, partitions_change, stale as pkeys_stale
 from .pkeys import verify as verify_pkeys
-from .plan import Routed, drifted, model_routing, routing_key
+from .plan import Routed, drifted, model_routing, routing_key, state_of
 from .planned import inputs_digest, recalled
 from .qos_conf import UNMANAGED, conf_intent, restore_conf
 from .qos_readback import digest, directed_routes, mismatches, qos_answered, qos_jobs
@@ -137,7 +137,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     partitions = bool(pkeys) and (inputs.get("partitions") != pkeys["partitions"] or partitions_change(plan))
     if not (ch.entries or q["desired_conf"] != current_conf or q["ports_differing"] or standbys or partitions):
         if not edited:
-            _remember_key(d, routed, checked.desired_lfts)
+            _remember_key(d, routed, checked.desired_lfts, plan)
         return ApplyResult(True, "no changes: the live tables already are the plan's", phases)
     if not partitions and _tables_only(plan, d, inputs, current_conf, drifted(d, t.subnet, live, live_sha, routed.last)):
         touched = changed_entries(live, t, [r for r in range(t.subnet.n) if (t.lft[r] != NO_ROUTE).any()])
@@ -357,8 +357,31 @@ def _checked_and_live(plan: dict, d: Target, progress) -> tuple[CheckedPlan, Tab
     the simulated two zones), as no read is left running behind a refusal."""
     with ThreadPoolExecutor(1) as pool:
         reading = []
-        checked = check_plan(plan, "the plan", lambda sn: reading.append(pool.submit(_live_tables, d, sn, progress)))
+
+        def read(sn) -> None:
+            _cabling_unchanged(plan, d)  # first: a read over a cable gone since would only time out
+            reading.append(pool.submit(_live_tables, d, sn, progress))
+
+        checked = check_plan(plan, "the plan", read)
         return checked, reading[0].result()
+
+
+def _cabling_unchanged(plan: dict, d: Target) -> None:
+    """PlanError when a cable went down, came back or was marked since the plan was made: its
+    tables were checked on the cabling it saw (`as_built.cables_down`), and the live tables do
+    not show a cable that failed — pushed, they could send traffic down it.  A plan without
+    the record (an older loom's) is not compared."""
+    was = (plan.get("as_built") or {}).get("cables_down")
+    if not isinstance(was, list):
+        return
+    state = state_of(Path(plan["model"]), d)
+    now = set(state.cable_names(state.cables_down))
+    if now != set(was):
+        gone, back = sorted(now - set(map(str, was))), sorted(set(map(str, was)) - now)
+        said = "; ".join(x for x in (f"down now: {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}" if gone else "",
+                                     f"back now: {', '.join(back[:5])}{' ...' if len(back) > 5 else ''}" if back else "") if x)
+        raise PlanError(f"the fabric's cabling changed since this plan was made ({said}): its tables were checked on "
+                        "the cabling it saw; nothing was applied — run `loom plan` again")
 
 
 def _live_tables(d: Target, sn, progress) -> Tables:
@@ -384,15 +407,18 @@ def _only(in_service: list[int] | None) -> set[int] | None:
     return None if in_service is None else set(in_service)
 
 
-def _remember_key(d: Target, routed: Routed, desired: str) -> None:
+def _remember_key(d: Target, routed: Routed, desired: str, plan: dict) -> None:
     """A plan of the model with nothing to change: when what loom applied last is its tables,
-    they are the routing of its model too (the next plan of the same model takes them as they are)."""
+    they are the routing of its model too (the next plan of the same model takes them as they
+    are).  They are the design tables only where nothing was down (`_design_of`): a no-change
+    apply around a dead spine once recorded its repair as the design, and every plan after the
+    spine came back failed its checks."""
     last = d.dir / "last-applied.sha256"
     if last.exists() and last.read_text().strip() == digest_live(desired):
-        design = lfts_dump(routed.new_design) if routed.new_design is not None else \
-            (d.dir / "last-applied.lfts").read_text() if (d.dir / "last-applied.lfts").exists() else None
+        design = _design_of(routed, plan)
+        lfts = lfts_dump(design) if design is not None else None
         write_all_atomic({d.dir / "last-applied.key": routed.key + "\n", **edited_files(d.dir, None, None),
-                          **_design_files(d, routed.design_key if design is not None else None, design)})
+                          **_design_files(d, routed.design_key if lfts is not None else None, lfts)})
 
 
 def _design_files(d: Target, design_key: str | None, lfts: str | None, digest: str | None = None) -> dict:

@@ -22,7 +22,6 @@ class InfiniBand:
     def sim_up(self, model: Path, fabric: Fabric, ui: Ui) -> None:
         """ibsim with the fabric and OpenSM on its SM node, up to SUBNET UP (idempotent), under
         the fabric lock; an interrupted apply is resolved first and only checked tables load."""
-        from loom.expand import without_marked
         from loom.push import audit
         from loom.push.engine import take_lock
         from loom.push.errors import PlanError
@@ -44,7 +43,7 @@ class InfiniBand:
         try:
             recover(SimTarget(d), progress=ui.progress)
             if not d.up_and_running() and d.lfts_file.exists():
-                failed = check_input_file(without_marked(fabric), d.lfts_file.read_text())  # routed around marks
+                failed = check_input_file(fabric, d.lfts_file.read_text())  # as the simulator cables it: marks too
                 if failed:
                     rejected = d.lfts_file.with_name("lfts.dump.rejected")
                     d.lfts_file.replace(rejected)
@@ -100,8 +99,8 @@ class InfiniBand:
                          f"engine: {s['routing_engine']}  lock: {'free' if s['lock_free'] else 'held'}"
                          + (f"  links down: {', '.join(s['links_down'])}" if s["links_down"] else "")
                          + (f"\nsubnet manager: {s['subnet_manager']}" if s["subnet_manager"] else "")
-                         + ("  [yellow]an interrupted apply awaits recovery (any loom command resolves it)[/yellow]"
-                            if s["interrupted_apply"] else ""), highlight=False)
+                         + ("  [yellow]an interrupted apply awaits recovery (the next `loom plan`, `apply`, "
+                            "`sim up` or `sim down` resolves it)[/yellow]" if s["interrupted_apply"] else ""), highlight=False)
         return s["subnet_up"]
 
     def link_event(self, model: Path, fabric: Fabric, cables: list[int], up: bool, ui: Ui) -> list[str]:

@@ -37,18 +37,19 @@ def push_verdict(tables: Tables, qos, balance_only=None) -> dict:
     return check_tables(tables, ebb_samples=0, qos=qos, balance_only=balance_only, into=False)
 
 
-def failing_checks(verdict: dict) -> list[str]:
+def failing_checks(verdict: dict, balance: bool = True) -> list[str]:
     """The checks a `check_tables` verdict fails, in the order they are reported, with the first
-    example of each."""
+    example of each (balance left out unless `balance`)."""
     r, q = verdict["reachability"], verdict["qos"]
     failed = []
     if not verdict["reachable"]:
-        failed.append(f"reachability ({r['unreachable_pairs']} unreachable, {r['loop_pairs']} looping pairs"
+        switches = f", {r['switch_unreachable']} switch-to-LID routes dropped" if r.get("switch_unreachable") else ""
+        failed.append(f"reachability ({r['unreachable_pairs']} unreachable CA pairs, {r['loop_pairs']} looping{switches}"
                       + (f"; e.g. {r['examples'][0]}" if r["examples"] else "") + ")")
     if not verdict["deadlock_free"]:
         cycle = verdict["cycle"] or []
         failed.append("deadlock freedom (credit loop" + (f": {' → '.join(map(str, cycle[:4]))} ..." if cycle else "") + ")")
-    if not verdict["balance"]["within_bound"]:
+    if balance and not verdict["balance"]["within_bound"]:
         b = verdict["balance"]
         failed.append(f"balance ({b['max_dest_per_up_port']} destinations per up-port, bound {b['lower_bound']})")
     if q is not None and not q["ok"]:
@@ -99,12 +100,17 @@ def check_plan(plan: dict, where: str = "the plan", on_subnet: Callable[[Subnet]
 
 
 def check_input_file(fabric: Fabric, text: str) -> list[str]:
-    """Failing checks of an OpenSM input file found on disk (start-up after a crash)."""
+    """Failing checks of an OpenSM input file found on disk, on `fabric` as it is cabled (start-up
+    after a crash or a restart): what OpenSM must never load — unreachable destinations, loops,
+    credit loops, QoS.  Not balance: tables made around a failure that has healed since, or
+    design tables through a switch marked down but not yet drained, are safe, and far nearer
+    the model than OpenSM's own routing, which a refusal falls back to (the next plan and apply
+    balance them; refused, they were also taken for a change made outside loom)."""
     try:
         tables = _tables_of(subnet(fabric, 0), text, "input file")
     except DumpMismatch as exc:
         return [f"fit to the model ({exc})"]
-    return failing_checks(push_verdict(tables, plan_qos(fabric.model)))
+    return failing_checks(push_verdict(tables, plan_qos(fabric.model)), balance=False)
 
 
 def _tables_of(sn: Subnet, text: str, engine: str) -> Tables:

@@ -36,7 +36,7 @@ from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
 from .checked import failing_checks, push_verdict
-from .design import as_it_stands, design_tables, key_of_last, last_applied
+from .design import as_it_stands, design_tables, key_of_last, last_applied, settled_route
 from .edited import edited_note, edited_record
 from .lft_readback import read_live
 from .pkeys import partitions_change, plan_partitions
@@ -182,6 +182,11 @@ def model_routing(state: AsBuilt, state_dir: Path, live: Tables, failing: Callab
         return Routed(last, "as applied last", failing(last), key, design_key, None, last, None)
     design, kept = design_tables(state_dir, state.design, design_key, last or live)
     tables, made, failed = as_it_stands(state, design, failing)
+    if failed and kept:
+        # kept design tables that fail are not the design's (an earlier loom recorded a repair
+        # around a failure as the design): the design is routed afresh
+        design, kept = settled_route(state.design, last or live), False
+        tables, made, failed = as_it_stands(state, design, failing)
     new_design = None if kept or tables is design else design
     return Routed(tables, made, failed, key, design_key, new_design, last, edited and edited[0])
 
@@ -288,6 +293,8 @@ class _Qos(BaseModel):
     conf_changes: bool
     ports_differing: int
     examples: list[str]
+    desired_conf: str  # what apply pushes and compares (not printed)
+    previous_conf: str
 
 
 class _Balance(BaseModel):
@@ -309,7 +316,8 @@ class _Sm(BaseModel):
 
 
 class _Summary(BaseModel):
-    """The parts of a plan `loom show` prints (other keys are not shown, so not checked here)."""
+    """The parts of a plan `loom show` prints, and the QoS options apply reads (other keys are
+    checked by apply's `check_plan`)."""
 
     fabric: str
     model: str
@@ -320,6 +328,7 @@ class _Summary(BaseModel):
     qos: _Qos
     changes: _Changes
     standbys_differing: list[str] = []
+    new_switches: list[str] = []
     subnet_managers: list[_Sm] = []
     balance_before: _Balance
     balance_after: _Balance
