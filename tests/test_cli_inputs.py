@@ -98,6 +98,14 @@ def test_show_of_a_broken_plan_names_the_field(tmp_path, body, expect):
     assert expect in run("show", path)
 
 
+def test_show_of_a_plan_cut_short_says_so(tmp_path):
+    """Its last key (`plan_sha256`) gone: still a plan, not "not a valid model ... YAML syntax"."""
+    path = tmp_path / "p.json"
+    path.write_text('{\n "version": 3,\n "fabric": "tiny",\n "model": "/m/tiny.yaml",\n "model_sha256": "ce5d62aa0f19')
+    out = run("show", path)
+    assert "not valid JSON" in out and "YAML" not in out, out
+
+
 def test_diff_revision_cannot_be_an_option(tmp_path):
     target = tmp_path / "written-by-git"
     for rev in (f"--output={target}", "-p", "HEAD:../../etc/passwd", "a b", "[/x]"):

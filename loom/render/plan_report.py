@@ -17,8 +17,10 @@ from loom.model.names import natural
 
 
 def is_plan(path: Path) -> bool:
-    """A `.json` file with a `plan_sha256` key (models are YAML; a model written as JSON has no
-    such key).  Only the ends are read: `plan_sha256` is the last key `loom plan` writes, and
+    """A `.json` file with a `plan_sha256` key, or a `model_sha256` one near its start (models
+    are YAML; a model written as JSON has neither).  Only the ends are read: `model_sha256` is
+    among the first keys `loom plan` writes and `plan_sha256` the last, so a plan cut short is
+    still taken for one (and `read_plan` says it is not valid JSON, not that it is not a model);
     reading is bounded later by `read_plan`."""
     if path.suffix != ".json" or not path.is_file():
         return False
@@ -26,7 +28,7 @@ def is_plan(path: Path) -> bool:
         head = f.read(1 << 16)
         f.seek(max(0, path.stat().st_size - 4096))
         tail = f.read()
-    return head.lstrip().startswith(b"{") and b'"plan_sha256"' in head + tail
+    return head.lstrip().startswith(b"{") and (b'"plan_sha256"' in head + tail or b'"model_sha256"' in head[:1024])
 
 
 def changed_entries(plan: dict) -> list[dict]:
