@@ -289,3 +289,20 @@ def test_a_lock_laid_out_differently_but_unchanged_is_accepted(tmp_path):
     lock_path(model).write_text(json.dumps(json.loads(lock_path(TOPO / "tiny.yaml").read_text()), indent=4))
     assert read_lock(lock_path(model)).digest == read_lock(lock_path(TOPO / "tiny.yaml")).digest
     assert run("check", str(model))[0] == 0
+
+
+def test_lock_names_a_mark_left_on_a_removed_nodes_port(tmp_path):
+    """A NIC marked down, then its node removed from the model: the mark stays on the switch port
+    and would take the next node cabled there out of service.  `loom lock` says so and how to
+    take it back; after `loom mark up` of the name it gives, nothing is said."""
+    model = tmp_path / "tiny.yaml"
+    for name in ("tiny.yaml", "tiny.lock.json"):
+        shutil.copy(TOPO / name, tmp_path / name)
+    assert run("mark", "down", str(model), "z0-c08-hca0", "--reason", "dead-nic")[0] == 0
+    assert "note: the mark" not in run("lock", str(model))[1]
+    model.write_text(model.read_text().replace("count: 9, zones: [z0]", "count: 8, zones: [z0]"))
+    code, out = run("lock", str(model))
+    assert code == 0 and "note: the mark z0-leaf0/3 (dead-nic) covers no cable" in " ".join(out.split()), out
+    assert f"loom mark up {model} z0-leaf0/3" in " ".join(out.split()), out
+    assert run("mark", "up", str(model), "z0-leaf0/3")[0] == 0
+    assert "note: the mark" not in run("lock", str(model))[1]

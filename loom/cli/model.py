@@ -119,6 +119,7 @@ def lock_cmd(model: Path = MODEL_ARG,
     from loom.expand import load_fabric
     from loom.model import ModelError
     from loom.expand import lock_path, read_lock
+    from loom.expand.asbuilt import idle_marks
     from loom.expand.lockfile import differences, digest, lock_of, lock_text
 
     if check and relayout:
@@ -158,6 +159,10 @@ def lock_cmd(model: Path = MODEL_ARG,
     out.print(f"wrote {path}: {len(new.switches)} switches, {len(new.nodes)} nodes, {len(new.racks)} racks "
               f"({len(after - before)} added, {len(before - after)} removed{', relaid out' if relayout else ''})",
               highlight=False)
+    for name in idle_marks(fabric, new):
+        err.print(f"note: the mark {name} ({new.down[name].reason}) covers no cable of the model now, and would take "
+                  f"what is cabled there next out of service; `loom mark up {model} {name}` takes it back",
+                  highlight=False, markup=False)
 
 
 def configs(model: Path = MODEL_ARG, out_dir: Path = typer.Option(..., "--out", metavar="DIR", help="directory to write"),

@@ -122,12 +122,23 @@ def declared(design: Fabric, model, lock) -> list[Down]:
             out += _zone_downs(design, z.model_copy(update={"missing_links": entry.missing_links,
                                                             "missing_switches": entry.missing_switches}), "lock as_built")
     for name, mark in (lock.down.items() if lock else ()):
-        try:
-            cables = parse_failures(design, [name]).cables
-        except ValueError:
-            cables = frozenset()  # a mark of something the model no longer has: shown, takes nothing out
-        out.append(Down(name, "loom mark", tuple(sorted(cables)), mark.reason, mark.until, mark.by, mark.since))
+        out.append(Down(name, "loom mark", tuple(sorted(_marked_cables(design, name))), mark.reason, mark.until, mark.by,
+                        mark.since))
     return out
+
+
+def _marked_cables(design: Fabric, name: str) -> frozenset[int]:
+    try:
+        return parse_failures(design, [name]).cables
+    except ValueError:
+        return frozenset()  # a mark of something the model no longer has: shown, takes nothing out
+
+
+def idle_marks(design: Fabric, lock) -> list[str]:
+    """The lock's marks (`loom mark down`) that cover no cable of `design`: a node removed from
+    the model leaves its mark on the switch port it was cabled to, which would take the next
+    node cabled there out of service without a word (`loom lock` names them)."""
+    return [name for name in (lock.down if lock else ()) if not _marked_cables(design, name)]
 
 
 def _zone_downs(design: Fabric, zone, source: str) -> list[Down]:
