@@ -112,6 +112,19 @@ def test_status_shows_what_the_simulation_and_the_watcher_observed(tiny, tmp_pat
     assert code == 1 and "pulled in the simulation" in out and "z0-leaf0/5" in out and "Traceback" not in out, out
 
 
+def test_status_shows_an_interrupted_apply(tiny, tmp_path):
+    """An apply killed midway leaves its journal: status says so (and exits 1), even where the
+    journal is damaged, until a plan, apply or sim command resolves it."""
+    state = tmp_path / "state" / "tiny"
+    state.mkdir(parents=True)
+    assert loom("status", str(tiny))[0] == 0
+    for journal in ('{"phase": "written", "texts": [], "phases": {}}', "not json"):
+        (state / "apply.journal").write_text(journal)
+        code, out = loom("status", str(tiny))
+        assert code == 1 and "an interrupted apply awaits recovery" in out and "Traceback" not in out, out
+        assert json.loads(loom("status", str(tiny), "--json")[1])["interrupted_apply"] is True
+
+
 def test_the_simulation_observes_pulled_and_never_cabled_cables(tmp_path):
     design = load_as_built(TOPO / "tiny.yaml").design
     net = tmp_path / "fabric.net"

@@ -121,7 +121,9 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     import and `loom mark`, with reasons and dates) and what was observed down (the simulation's
     pulled cables, the watcher's reroute, the last plan's discovery).
 
-    Exit 0 nothing down; 1 something is down or overdue, or invalid model; 2 usage error."""
+    Exit 0 nothing down; 1 something is down or overdue, an apply was interrupted, or invalid
+    model; 2 usage error."""
+    from loom.push.journal import Journal
     from loom.push.links import links_down, watcher_down
     from loom.push.state import state_dir
 
@@ -135,12 +137,15 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     report = {"fabric": state.design.name, "state_dir": str(d), "design": {"switches": len(state.design.switches),
               "cables": len(state.design.cables)}, **state.as_dict(), "observed": observed}
     report.pop("cables_down")
+    # an apply killed midway (its journal stands): the fabric holds neither the old tables nor the
+    # new ones for sure until the next plan, apply, sim up or sim down resolves it
+    report["interrupted_apply"] = Journal(d).path.exists()  # a damaged one too: status never fails on it
     overdue = [x.name for x in state.declared if x.until and x.overdue()]
     if as_json:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
     else:
         _print_status(report, overdue)
-    raise typer.Exit(1 if state.declared or any(observed.values()) else 0)
+    raise typer.Exit(1 if state.declared or any(observed.values()) or report["interrupted_apply"] else 0)
 
 
 def _print_status(r: dict, overdue: list[str]) -> None:
@@ -160,6 +165,9 @@ def _print_status(r: dict, overdue: list[str]) -> None:
                       highlight=False, markup=False)
     if not r["declared"] and not any(o.values()):
         out.print("observed down: nothing", highlight=False)
+    if r["interrupted_apply"]:
+        out.print("an interrupted apply awaits recovery: the next `loom plan`, `apply`, `sim up` or `sim down` "
+                  "restores or records it", highlight=False, markup=False)
 
 
 def _json(path: Path, key: str):
