@@ -25,6 +25,7 @@ class InfiniBand:
         from loom.push import audit
         from loom.push.engine import take_lock
         from loom.push.errors import PlanError
+        from loom.push.packing import digest_live
         from loom.qos import plan_qos
         from loom.render.opensm_qos import options_conf
         from loom.render.opensm import guid2lid
@@ -43,7 +44,10 @@ class InfiniBand:
         try:
             recover(SimTarget(d), progress=ui.progress)
             if not d.up_and_running() and d.lfts_file.exists():
-                failed = check_input_file(fabric, d.lfts_file.read_text())  # as the simulator cables it: marks too
+                text = d.lfts_file.read_text()
+                last = d.dir / "last-applied.sha256"
+                ours = last.exists() and last.read_text().strip() == digest_live(text)
+                failed = check_input_file(fabric, text, ours)  # as the simulator cables it: marks too
                 if failed:
                     rejected = d.lfts_file.with_name("lfts.dump.rejected")
                     d.lfts_file.replace(rejected)

@@ -37,12 +37,13 @@ def push_verdict(tables: Tables, qos, balance_only=None) -> dict:
     return check_tables(tables, ebb_samples=0, qos=qos, balance_only=balance_only, into=False)
 
 
-def failing_checks(verdict: dict, balance: bool = True) -> list[str]:
+def failing_checks(verdict: dict, balance: bool = True, drops: bool = True) -> list[str]:
     """The checks a `check_tables` verdict fails, in the order they are reported, with the first
-    example of each (balance left out unless `balance`)."""
+    example of each (balance left out unless `balance`; reachability only for its loops unless
+    `drops`)."""
     r, q = verdict["reachability"], verdict["qos"]
     failed = []
-    if not verdict["reachable"]:
+    if not verdict["reachable"] and (drops or r["loop_pairs"] or r["loops"]):
         switches = f", {r['switch_unreachable']} switch-to-LID routes dropped" if r.get("switch_unreachable") else ""
         failed.append(f"reachability ({r['unreachable_pairs']} unreachable CA pairs, {r['loop_pairs']} looping{switches}"
                       + (f"; e.g. {r['examples'][0]}" if r["examples"] else "") + ")")
@@ -99,18 +100,20 @@ def check_plan(plan: dict, where: str = "the plan", on_subnet: Callable[[Subnet]
                        rows_text(design, where, "design_lfts") if design is not None else None)
 
 
-def check_input_file(fabric: Fabric, text: str) -> list[str]:
+def check_input_file(fabric: Fabric, text: str, ours: bool) -> list[str]:
     """Failing checks of an OpenSM input file found on disk, on `fabric` as it is cabled (start-up
-    after a crash or a restart): what OpenSM must never load — unreachable destinations, loops,
-    credit loops, QoS.  Not balance: tables made around a failure that has healed since, or
-    design tables through a switch marked down but not yet drained, are safe, and far nearer
-    the model than OpenSM's own routing, which a refusal falls back to (the next plan and apply
-    balance them; refused, they were also taken for a change made outside loom)."""
+    after a crash or a restart): what OpenSM must never load — loops, credit loops, QoS, and
+    unreachable destinations unless the file is what loom applied last (`ours`).  Loom's own
+    tables passed every check on the fabric as it stood; since, a failure may have healed
+    (tables around a cable the restart brought back), a switch been marked down (design tables
+    through it), or a mark taken back (tables that drain it): they are safe, and far nearer the
+    model than OpenSM's own routing, which a refusal falls back to and the next plan took for a
+    change made outside loom.  Balance is not asked either; the next plan and apply restore it."""
     try:
         tables = _tables_of(subnet(fabric, 0), text, "input file")
     except DumpMismatch as exc:
         return [f"fit to the model ({exc})"]
-    return failing_checks(push_verdict(tables, plan_qos(fabric.model)), balance=False)
+    return failing_checks(push_verdict(tables, plan_qos(fabric.model)), balance=False, drops=not ours)
 
 
 def _tables_of(sn: Subnet, text: str, engine: str) -> Tables:
