@@ -42,7 +42,7 @@ from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
 from .checked import CheckedPlan, check_plan, failing_checks, push_verdict
-from .design import design_files, last_applied
+from .design import applied_last, design_files, last_applied
 from .edited import edited_files
 from .lft_readback import (Entries, block_jobs, block_mismatch, blocks_answered, blocks_of, changed_entries, read_blocks, read_live,
                            whole_tables)
@@ -375,11 +375,10 @@ def _cabling_unchanged(plan: dict, d: Target) -> None:
     if not isinstance(was, list):
         return
     state = state_of(Path(plan["model"]), d)
-    now = set(state.cable_names(state.cables_down))
-    if now != set(was):
-        gone, back = sorted(now - set(map(str, was))), sorted(set(map(str, was)) - now)
-        said = "; ".join(x for x in (f"down now: {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}" if gone else "",
-                                     f"back now: {', '.join(back[:5])}{' ...' if len(back) > 5 else ''}" if back else "") if x)
+    now, was = set(state.cable_names(state.cables_down)), set(map(str, was))
+    if now != was:
+        said = "; ".join(f"{label}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+                         for label, names in (("down now", sorted(now - was)), ("back now", sorted(was - now))) if names)
         raise PlanError(f"the fabric's cabling changed since this plan was made ({said}): its tables were checked on "
                         "the cabling it saw; nothing was applied — run `loom plan` again")
 
@@ -413,8 +412,7 @@ def _remember_key(d: Target, routed: Routed, desired: str, plan: dict) -> None:
     are).  They are the design tables only where nothing was down (`_design_of`): a no-change
     apply around a dead spine once recorded its repair as the design, and every plan after the
     spine came back failed its checks."""
-    last = d.dir / "last-applied.sha256"
-    if last.exists() and last.read_text().strip() == digest_live(desired):
+    if applied_last(d.dir, digest_live(desired)):
         design = _design_of(routed, plan)
         lfts = lfts_dump(design) if design is not None else None
         write_all_atomic({d.dir / "last-applied.key": routed.key + "\n", **edited_files(d.dir, None, None),

@@ -65,15 +65,22 @@ def key_of_last(state_dir: Path) -> str | None:
     return path.read_text().strip() if path.exists() else None
 
 
+def applied_last(state_dir: Path, digest: str) -> bool:
+    """Whether tables of this digest are what loom applied last (`last-applied.sha256`): the one
+    question plan, apply, `sim up` and the watcher ask before trusting tables as loom's own."""
+    last = Path(state_dir) / "last-applied.sha256"
+    return last.exists() and last.read_text().strip() == digest
+
+
 def last_applied(state_dir: Path, fabric) -> Tables | None:
     """The tables loom applied last (`last-applied.lfts`, when its digest is the recorded one).
     Routing keeps *these* choices, not the live ones: a hand edit on a switch or in OpenSM's
     input file is drift to undo (the model wins), not a choice to keep."""
-    last, copy = Path(state_dir) / "last-applied.sha256", Path(state_dir) / "last-applied.lfts"
-    if not (last.exists() and copy.exists()):
+    copy = Path(state_dir) / "last-applied.lfts"
+    if not copy.exists():
         return None
     text = copy.read_text()
-    if digest_live(text) != last.read_text().strip():
+    if not applied_last(state_dir, digest_live(text)):
         return None
     return tables_from_dump(subnet(fabric, 0), text, "last applied")
 

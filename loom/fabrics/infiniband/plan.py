@@ -36,7 +36,7 @@ from loom.routing.changes import table_changes
 from loom.routing.updown import UpDown
 
 from .checked import failing_checks, push_verdict
-from .design import as_it_stands, design_tables, key_of_last, last_applied, settled_route
+from .design import applied_last, as_it_stands, design_tables, key_of_last, last_applied, settled_route
 from .edited import edited_note, edited_record
 from .lft_readback import read_live
 from .pkeys import partitions_change, plan_partitions
@@ -217,11 +217,10 @@ def drifted(target: Target, sn, live: Tables, live_sha: str, last: Tables | None
     """Do the live tables differ from what loom applied last?  Compared on the switches in
     service only when loom's copy of them is at hand: a switch that is down or cut off since
     cannot answer, which is the fabric as it stands, not a change made outside loom."""
-    last_sha = target.dir / "last-applied.sha256"
-    if not last_sha.exists():
+    if not (target.dir / "last-applied.sha256").exists():
         return False
     if last is None:
-        return last_sha.read_text().strip() != live_sha
+        return not applied_last(target.dir, live_sha)
     rows = UpDown.of(sn).live & (last.lft != NO_ROUTE).any(axis=1)  # switches loom programmed, in service now
     return bool((last.lft[rows] != live.lft[rows]).any())
 

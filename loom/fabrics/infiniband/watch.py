@@ -57,7 +57,7 @@ from loom.routing.asbuilt import unsettled
 
 from .apply import apply_tables
 from .checked import failing_checks, push_verdict
-from .design import as_it_stands, design_tables, last_applied
+from .design import applied_last, as_it_stands, design_tables, last_applied
 from .drains import read_drained, write_drained
 from .health import Monitor, cuts_off
 from loom.push.errors import TargetError
@@ -339,8 +339,7 @@ class Watcher:
             return frozenset()
 
     def _is_last_applied(self, tables: Tables) -> bool:
-        last = self.target.dir / "last-applied.sha256"
-        return last.exists() and last.read_text().strip() == digest_tables(tables)
+        return applied_last(self.target.dir, digest_tables(tables))
 
     def _record_down(self) -> None:
         """What the applied tables route around, beside the target's state (a human's next plan
