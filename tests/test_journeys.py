@@ -458,3 +458,22 @@ def test_a_restart_keeps_looms_tables(fabric_up, before):
     assert code in (0, 2) and "outside loom" not in out, out
     assert loom("apply", "--model", model)[0] == 0
     no_changes(model)
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+@pytest.mark.parametrize("daemon", ["opensm", "ibsim"])
+def test_status_names_a_daemon_of_the_simulation_that_died(fabric_up, daemon):
+    """A daemon killed (SIGKILL: no `sim down` removed its PID file): `loom status` read only the
+    state files and said nothing was wrong, with exit 0, while `sim status` showed it down.  It
+    names the daemon and the command that brings it back; after that command, nothing."""
+    model, d = fabric_up
+    assert loom("status", model)[0] == 0
+    d.kill(daemon)
+    code, out = loom("status", model)
+    assert code == 1 and f"killed or crashed) in the simulation: {daemon};" in out and f"`loom sim up {model}`" in out, out
+    assert json.loads(loom("status", model, "--json")[1])["dead_daemons"] == [daemon]
+    assert loom("sim", "up", model)[0] == 0
+    code, out = loom("status", model)
+    assert code == 0 and "killed" not in out, out
+    assert json.loads(loom("status", model, "--json")[1])["dead_daemons"] == []
+    no_changes(model)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import typer
 
-from .common import FORMAT_OPT, JSON_OPT, MODEL_ARG, TARGET_OPT, input_error, json_wanted, out, print_model_error, write
+from .common import (FORMAT_OPT, JSON_OPT, MODEL_ARG, TARGET_OPT, backend_of, input_error, json_wanted, out, print_model_error,
+                     write)
 
 mark_app = typer.Typer(no_args_is_help=True, help="Declare switches and cables down (or back): kept in the lock file, "
                        "routed around by every command until marked up.")
@@ -119,10 +120,11 @@ def mark_up(model: Path = MODEL_ARG, names: list[str] = NAMES_ARG) -> None:
 def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_OPT, as_json: bool = JSON_OPT) -> None:
     """The fabric as it stands: its design, what is declared down (the model, the lock's NetBox
     import and `loom mark`, with reasons and dates) and what was observed down (the simulation's
-    pulled cables, the watcher's reroute, the last plan's discovery).
+    pulled cables, the watcher's reroute, the last plan's discovery), and a daemon of the
+    simulation that died.
 
-    Exit 0 nothing down; 1 something is down or overdue, an apply was interrupted, or invalid
-    model; 2 usage error."""
+    Exit 0 nothing down; 1 something is down or overdue, an apply was interrupted, a daemon of
+    the simulation died, or invalid model; 2 usage error."""
     from loom.push.journal import Journal
     from loom.push.links import links_down, watcher_down
     from loom.push.state import state_dir
@@ -140,15 +142,17 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     # an apply killed midway (its journal stands): the fabric holds neither the old tables nor the
     # new ones for sure until the next plan, apply, sim up or sim down resolves it
     report["interrupted_apply"] = Journal(d).path.exists()  # a damaged one too: status never fails on it
+    # a daemon killed or crashed: the state files above still read as a healthy fabric
+    report["dead_daemons"] = (backend_of(state.design).sim_dead(state.design) or []) if target == "sim" else []
     overdue = [x.name for x in state.declared if x.until and x.overdue()]
     if as_json:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
     else:
-        _print_status(report, overdue)
-    raise typer.Exit(1 if state.declared or any(observed.values()) or report["interrupted_apply"] else 0)
+        _print_status(report, overdue, model)
+    raise typer.Exit(1 if state.declared or any(observed.values()) or report["interrupted_apply"] or report["dead_daemons"] else 0)
 
 
-def _print_status(r: dict, overdue: list[str]) -> None:
+def _print_status(r: dict, overdue: list[str], model: Path) -> None:
     out.print(f"{r['fabric']}: design {r['design']['switches']} switches, {r['design']['cables']} cables "
               f"(state in {r['state_dir']})", highlight=False, markup=False)
     out.print(f"declared down: {len(r['declared']) or 'nothing'}", highlight=False)
@@ -168,6 +172,9 @@ def _print_status(r: dict, overdue: list[str]) -> None:
     if r["interrupted_apply"]:
         out.print("an interrupted apply awaits recovery: the next `loom plan`, `apply`, `sim up` or `sim down` "
                   "restores or records it", highlight=False, markup=False)
+    if r["dead_daemons"]:
+        out.print(f"not running (killed or crashed) in the simulation: {', '.join(r['dead_daemons'])}; "
+                  f"`loom sim up {model}` restarts the simulation", highlight=False, markup=False)
 
 
 def _json(path: Path, key: str):

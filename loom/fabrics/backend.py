@@ -1,7 +1,8 @@
 """What every fabric technology provides, behind one protocol: the commands ask the backend the
 model picked (`loom.fabrics.backend_for`) and never test the technology themselves.
 
-    sim      sim_up, sim_down, sim_status, link_event       the embedded simulated fabric
+    sim      sim_up, sim_down, sim_status, sim_dead,        the embedded simulated fabric
+             link_event
     route    route_files, qos, check_extra, print_check     what `loom route` / `check` add
     plan     target, prepare_plan, make_plan, has_changes,  Terraform-style, the fabric as state
              print_plan, check_shape, review, plan_entries,
@@ -51,6 +52,12 @@ class Backend(Protocol):
     def sim_up(self, model: Path, fabric, ui: Ui) -> None: ...
     def sim_down(self, fabric, force: bool, ui: Ui) -> None: ...
     def sim_status(self, fabric, as_json: bool, ui: Ui) -> bool: ...
+
+    def sim_dead(self, fabric) -> list[str] | None:
+        """The simulation's daemons that were started and no longer run (as `sim_status` judges
+        them), [] if all run, None if it was not started (or was stopped): `loom status` names
+        the dead ones, which the commands that only read state files would not notice."""
+
     def link_event(self, model: Path, fabric, cables: list[int], up: bool, ui: Ui) -> list[str]: ...
 
     # ---------------------------------------------------------------- route and check

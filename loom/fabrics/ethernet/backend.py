@@ -102,6 +102,12 @@ class Ethernet:
                             "`sim down` resolves it)" if s["interrupted_apply"] else ""), highlight=False, markup=False)
         return s["up"]
 
+    def sim_dead(self, fabric: Fabric) -> list[str] | None:
+        from .lab import FrrLab
+
+        lab = FrrLab.of(fabric.name)
+        return lab.status()["down"] if lab.state else None
+
     def link_event(self, model: Path, fabric: Fabric, cables: list[int], up: bool, ui: Ui) -> list[str]:
         """Take veth pairs down or up in the live simulation; the cable IDs that changed, audited."""
         from loom.push.links import audit_link_event, record_links

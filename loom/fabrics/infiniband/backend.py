@@ -107,6 +107,11 @@ class InfiniBand:
                             "`sim up` or `sim down` resolves it)[/yellow]" if s["interrupted_apply"] else ""), highlight=False)
         return s["subnet_up"]
 
+    def sim_dead(self, fabric: Fabric) -> list[str] | None:
+        from .daemon import Daemons
+
+        return Daemons.of(fabric.name).dead()
+
     def link_event(self, model: Path, fabric: Fabric, cables: list[int], up: bool, ui: Ui) -> list[str]:
         """Pull or put back cables in ibsim (no fabric lock: the physical world changing); the
         cable IDs that changed, audited."""

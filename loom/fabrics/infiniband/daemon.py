@@ -120,6 +120,13 @@ class Daemons:
             "routing_engine": engines_in(log)[-1] if engines_in(log) else None,
         }
 
+    def dead(self) -> list[str] | None:
+        """The daemons started and no longer running (killed, crashed): their PID file stands
+        (`stop` removes it) but names no running process, as `proc` (and so `status`) judges it.
+        None when neither was started: a fabric never up, or stopped by `loom sim down`."""
+        started = [name for name in ("ibsim", "opensm") if (self.dir / f"{name}.pid").exists()]
+        return [name for name in started if self.proc(name) is None] if started else None
+
     def up_and_running(self) -> bool:
         return self.status()["subnet_up"]
 
