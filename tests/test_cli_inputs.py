@@ -106,6 +106,28 @@ def test_show_of_a_plan_cut_short_says_so(tmp_path):
     assert "not valid JSON" in out and "YAML" not in out, out
 
 
+@pytest.mark.parametrize("content", ["[1, 2]", ' \n[\n 1]', "[" * 100_000, '"a plan"', "3", "null"])
+def test_show_of_json_that_is_no_object_answers_as_apply(tmp_path, content):
+    """JSON that is not an object is no model (a mapping) and no plan: `show` refuses it as the plan
+    reader of `apply` does, naming the file and the fix, not with "must hold a mapping"."""
+    path = tmp_path / "p.json"
+    path.write_text(content)
+    shown, applied = run("show", path), run("apply", path)
+    assert shown == applied and str(path) in shown and "loom plan" in shown and "valid model" not in shown, shown
+
+
+def test_a_model_written_as_json_is_still_shown_as_a_model(tmp_path):
+    """JSON is YAML: a model as a JSON object, or a YAML model in a `.json` file, stays a model."""
+    import yaml
+
+    as_json, as_yaml = tmp_path / "m.json", tmp_path / "y.json"
+    as_json.write_text(json.dumps(yaml.safe_load(TINY.read_text())))
+    as_yaml.write_text(TINY.read_text())
+    assert run("show", as_json, code=0) == run("show", as_yaml, code=0) == run("show", TINY, code=0)
+    (tmp_path / "s.yaml").write_text("[1, 2]")  # a YAML file is a model: its error is the model's
+    assert "must hold a mapping" in run("show", tmp_path / "s.yaml")
+
+
 def test_diff_revision_cannot_be_an_option(tmp_path):
     target = tmp_path / "written-by-git"
     for rev in (f"--output={target}", "-p", "HEAD:../../etc/passwd", "a b", "[/x]"):

@@ -21,14 +21,31 @@ def is_plan(path: Path) -> bool:
     are YAML; a model written as JSON has neither).  Only the ends are read: `model_sha256` is
     among the first keys `loom plan` writes and `plan_sha256` the last, so a plan cut short is
     still taken for one (and `read_plan` says it is not valid JSON, not that it is not a model);
-    reading is bounded later by `read_plan`."""
+    reading is bounded later by `read_plan`.
+    A `.json` file holding JSON that is no object (`[1, 2]`, `"x"`, `null`) is no model either (a
+    model is a mapping): it is taken for a plan too, so `show` refuses it as `apply` does ("not a
+    loom plan", with the fix) rather than as a model.  A sequence is known by its `[` (in YAML
+    too); any other value is parsed, when it fits in the 64 KiB read (a YAML model in a `.json`
+    file does not parse as JSON, and stays a model)."""
     if path.suffix != ".json" or not path.is_file():
         return False
     with path.open("rb") as f:
         head = f.read(1 << 16)
-        f.seek(max(0, path.stat().st_size - 4096))
+        size = f.seek(0, 2)
+        f.seek(max(0, size - 4096))
         tail = f.read()
-    return head.lstrip().startswith(b"{") and (b'"plan_sha256"' in head + tail or b'"model_sha256"' in head[:1024])
+    start = head.lstrip()[:1]
+    if start != b"{":
+        return start == b"[" or (len(head) == size and _is_json(head))
+    return b'"plan_sha256"' in head + tail or b'"model_sha256"' in head[:1024]
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:  # not JSON (UnicodeDecodeError is one too)
+        return False
+    return True
 
 
 def changed_entries(plan: dict) -> list[dict]:
