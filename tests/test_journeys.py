@@ -477,3 +477,38 @@ def test_status_names_a_daemon_of_the_simulation_that_died(fabric_up, daemon):
     assert code == 0 and "killed" not in out, out
     assert json.loads(loom("status", model, "--json")[1])["dead_daemons"] == []
     no_changes(model)
+
+
+@pytest.mark.parametrize("fabric_up", ["tiny"], indirect=True)
+def test_a_stopped_watchers_record_is_not_news_after_a_restart(fabric_up):
+    """A watcher routed around a pulled cable and stopped; then `sim down` / `sim up` brought every
+    cable back.  Status said "routed around by `loom watch`" (exit 1) with the cable up and no
+    watcher running: the record is kept for the next watcher, not as news.  Status now says the
+    cable is up and what returns to the design; while a watcher runs (its hold-down) or the cable
+    is still pulled, the record is current.  A new watcher returns to the design."""
+    from loom.expand import load_fabric
+    from loom.fabrics.infiniband.target import SimTarget
+    from loom.fabrics.infiniband.watch import Watcher
+    from loom.push.links import watcher_running, watching
+
+    model, d = fabric_up
+    f = load_fabric(model)
+    assert loom("sim", "link", "down", model, "z0-leaf3:7")[0] == 0
+    assert Watcher(Path(model), f, SimTarget(d), hold_down=0).step().kind == "down"  # ... and that watcher stops
+    code, out = loom("status", model)
+    assert code == 1 and "routed around by `loom watch`: z0-leaf3/7" in out, out  # still pulled
+    assert loom("sim", "down", model)[0] == 0 and loom("sim", "up", model)[0] == 0
+    code, out = loom("status", model)
+    assert code == 0 and "routed around by `loom watch`" not in out and "up in the simulation: z0-leaf3/7" in out, out
+    assert json.loads(loom("status", model, "--json")[1])["stale_watcher_record"] == ["z0-leaf3/7"]
+    with watching(d.dir):  # a watcher runs (as this process): the record is its, current
+        code, out = loom("status", model)
+        assert code == 1 and "routed around by `loom watch`: z0-leaf3/7" in out, out
+    assert (d.dir / "watch.down.json").exists()  # kept for the next watcher, which starts from it
+    running = []
+    Watcher(Path(model), f, SimTarget(d), hold_down=60).run(0.1, until=lambda: True,
+                                                           ready=lambda: running.append(watcher_running(d.dir)))
+    assert running == [True] and not watcher_running(d.dir) and not (d.dir / "watch.down.json").exists()
+    code, out = loom("status", model)
+    assert code == 0 and "loom watch" not in out, out
+    no_changes(model)

@@ -126,7 +126,7 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     Exit 0 nothing down; 1 something is down or overdue, an apply was interrupted, a daemon of
     the simulation died, or invalid model; 2 usage error."""
     from loom.push.journal import Journal
-    from loom.push.links import links_down, watcher_down
+    from loom.push.links import links_down
     from loom.push.state import state_dir
 
     as_json = json_wanted(fmt, as_json)
@@ -134,7 +134,11 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
         raise input_error(f"--target {target!r}: sim or ssh", 2)
     state, _ = _load(model)
     d = state_dir(state.design.name, target)
-    observed = {"simulation": links_down(d) if target == "sim" else [], "watcher": watcher_down(d),
+    # a daemon killed or crashed: the state files read below still read as a healthy fabric
+    dead = backend_of(state.design).sim_dead(state.design) if target == "sim" else None
+    pulled = links_down(d) if target == "sim" else []
+    watched, stale = _watcher_record(d, pulled, sim_runs=dead == [])
+    observed = {"simulation": pulled, "watcher": watched,
                 "last_plan": [x["name"] for x in (_json(d / "last-plan.json", "as_built") or {}).get("observed", [])]}
     report = {"fabric": state.design.name, "state_dir": str(d), "design": {"switches": len(state.design.switches),
               "cables": len(state.design.cables)}, **state.as_dict(), "observed": observed}
@@ -142,8 +146,8 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     # an apply killed midway (its journal stands): the fabric holds neither the old tables nor the
     # new ones for sure until the next plan, apply, sim up or sim down resolves it
     report["interrupted_apply"] = Journal(d).path.exists()  # a damaged one too: status never fails on it
-    # a daemon killed or crashed: the state files above still read as a healthy fabric
-    report["dead_daemons"] = (backend_of(state.design).sim_dead(state.design) or []) if target == "sim" else []
+    report["dead_daemons"] = dead or []
+    report["stale_watcher_record"] = stale
     overdue = [x.name for x in state.declared if x.until and x.overdue()]
     if as_json:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
@@ -172,9 +176,28 @@ def _print_status(r: dict, overdue: list[str], model: Path) -> None:
     if r["interrupted_apply"]:
         out.print("an interrupted apply awaits recovery: the next `loom plan`, `apply`, `sim up` or `sim down` "
                   "restores or records it", highlight=False, markup=False)
+    if r["stale_watcher_record"]:
+        out.print(f"up in the simulation: {', '.join(r['stale_watcher_record'])}, routed around by a `loom watch` that no "
+                  "longer runs; the tables in force may still avoid them (`loom plan` shows it; `loom apply` or a new "
+                  "`loom watch` returns to the design)", highlight=False, markup=False)
     if r["dead_daemons"]:
         out.print(f"not running (killed or crashed) in the simulation: {', '.join(r['dead_daemons'])}; "
                   f"`loom sim up {model}` restarts the simulation", highlight=False, markup=False)
+
+
+def _watcher_record(d: Path, pulled: list[str], sim_runs: bool) -> tuple[list[str], list[str]]:
+    """The cables the watcher's record (`watch.down.json`) says its tables route around, as
+    (current, stale).  The record outlives its watcher on purpose: the next watcher starts from it
+    (and returns what came back to the design).  It is news while a watcher runs to keep it, or
+    while a cable of it is still pulled; once no watcher runs and the running simulation has all
+    its cables up (a `sim down` / `sim up` brings every cable back), it is stale: said apart,
+    not as observed down.  Elsewhere (ssh, a simulation not running) status cannot see the cables."""
+    from loom.push.links import watcher_down, watcher_running
+
+    names = watcher_down(d)
+    if names and sim_runs and not set(names) & set(pulled) and not watcher_running(d):
+        return [], names
+    return names, []
 
 
 def _json(path: Path, key: str):

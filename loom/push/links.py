@@ -1,17 +1,21 @@
 """Which cables of a simulated fabric are down: `links-down.json` in its state directory, kept
 by `loom sim link down|up` whatever the technology (ibsim's console pulls an InfiniBand cable, a
-veth pair an Ethernet one), read by `loom sim status` and the commands that plan around it; and
-which cables the watcher's tables route around (`watch.down.json`), while they are in force."""
+veth pair an Ethernet one), read by `loom sim status` and the commands that plan around it;
+which cables the watcher's tables route around (`watch.down.json`), while they are in force;
+and whether a watcher runs now (`watch.pid`)."""
 
 from __future__ import annotations
 
 import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
 from loom.expand import Fabric
 
 from . import audit
+from .procs import ProcessRef, program
 from loom.files import write_atomic
 
 LINKS_DOWN = "links-down.json"
@@ -38,6 +42,40 @@ def watcher_down(directory: Path) -> list[str]:
         return names if isinstance(names, list) else []
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
+
+
+WATCH_PID = "watch.pid"
+
+
+@contextmanager
+def watching(directory: Path):
+    """Say that a watcher runs on this state directory while the block runs (`watch.pid`: pid,
+    start time and program, so that a pid the kernel reuses is not taken for it).  The record
+    of what it routes around outlives it on purpose (the next watcher starts from it); this tells
+    `loom status` whether anyone still keeps that record current."""
+    path = Path(directory) / WATCH_PID
+    mine: str | None = ProcessRef.of(os.getpid(), program(os.getpid()) or "").line()
+    try:
+        write_atomic(path, mine)
+    except OSError:  # a hint for `loom status` only: the watcher runs without it
+        mine = None
+    try:
+        yield
+    finally:
+        try:
+            if mine is not None and path.read_text() == mine:  # else a watcher started since owns it
+                path.unlink()
+        except OSError:
+            pass
+
+
+def watcher_running(directory: Path) -> bool:
+    """Does the process `watch.pid` names still run (`watching`)?"""
+    try:
+        ref = ProcessRef.parse((Path(directory) / WATCH_PID).read_text(), "")
+    except (OSError, ValueError):
+        return False
+    return ref is not None and ref.alive()
 
 
 def record_links(directory: Path, fabric: Fabric, cables: list[int], up: bool,

@@ -61,7 +61,7 @@ from .design import applied_last, as_it_stands, design_tables, last_applied
 from .drains import read_drained, write_drained
 from .health import Monitor, cuts_off
 from loom.push.errors import TargetError
-from loom.push.links import watcher_down
+from loom.push.links import watcher_down, watching
 from .link_states import ACTIVE, DOWN, cable_states, trapped_guids
 from loom.push.packing import digest_tables
 from .target import Target
@@ -364,7 +364,12 @@ class Watcher:
         """Step at once (then call `ready`: the watcher is live), then on every finished OpenSM
         sweep and at least every `interval` seconds (and while a recovery is held down, when its
         hold-down ends); read the port counters every `health_interval` seconds and step at
-        once when a link is drained or returned."""
+        once when a link is drained or returned.  While it runs, `watch.pid` says so (`watching`):
+        `loom status` then takes its record of what it routes around as current."""
+        with watching(self.target.dir):
+            self._run(interval, poll, until, ready)
+
+    def _run(self, interval: float, poll: float, until: Callable[[], bool], ready: Callable[[], None]) -> None:
         self.sweeps_seen()
         self.health_step()
         self.step()
