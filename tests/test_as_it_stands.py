@@ -125,6 +125,24 @@ def test_status_shows_an_interrupted_apply(tiny, tmp_path):
         assert json.loads(loom("status", str(tiny), "--json")[1])["interrupted_apply"] is True
 
 
+def test_a_command_run_from_elsewhere_says_where_it_looked(tmp_path, monkeypatch):
+    """The state directory is `.loom/` of the working directory unless LOOM_STATE_DIR is set: run
+    from another directory, status said "observed down: nothing" (exit 0) and plan "ibsim is not
+    running", naming no directory.  Each now names the one it looked in and how to choose another."""
+    monkeypatch.delenv("LOOM_STATE_DIR", raising=False)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    looked = str(tmp_path / "elsewhere" / ".loom" / "sim" / "tiny")
+    model = str(TOPO / "tiny.yaml")
+    for args, code in ((("status", model), 0), (("plan", model), 1), (("apply", "--model", model), 1),
+                       (("sim", "link", "down", model, "z0-leaf0:5"), 1), (("watch", model, "--for", "1"), 1),
+                       (("sim", "status", model), 1)):
+        got, out = loom(*args)
+        assert got == code and f"no state in {looked}" in out and "LOOM_STATE_DIR" in out, (args, out)
+    status = json.loads(loom("status", model, "--json")[1])
+    assert status["state_found"] is False and status["state_dir"] == looked
+
+
 def test_the_simulation_observes_pulled_and_never_cabled_cables(tmp_path):
     design = load_as_built(TOPO / "tiny.yaml").design
     net = tmp_path / "fabric.net"

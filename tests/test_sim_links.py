@@ -63,4 +63,4 @@ def test_bad_link_names_are_refused_before_touching_the_fabric(args, words, tmp_
 def test_link_events_need_a_running_fabric(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOM_STATE_DIR", str(tmp_path / "state"))
     code, out = loom("sim", "link", "down", TINY, "z0-leaf0:5")
-    assert code == 1 and "is not running; `loom sim up" in out, out
+    assert code == 1 and f"is not running (no state in {tmp_path / 'state' / 'tiny'}" in out and "`loom sim up" in out, out

@@ -127,7 +127,7 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     the simulation died, or invalid model; 2 usage error."""
     from loom.push.journal import Journal
     from loom.push.links import links_down
-    from loom.push.state import state_dir
+    from loom.push.state import no_state, state_dir
 
     as_json = json_wanted(fmt, as_json)
     if target not in ("sim", "ssh"):
@@ -140,8 +140,8 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     watched, stale = _watcher_record(d, pulled, sim_runs=dead == [])
     observed = {"simulation": pulled, "watcher": watched,
                 "last_plan": [x["name"] for x in (_json(d / "last-plan.json", "as_built") or {}).get("observed", [])]}
-    report = {"fabric": state.design.name, "state_dir": str(d), "design": {"switches": len(state.design.switches),
-              "cables": len(state.design.cables)}, **state.as_dict(), "observed": observed}
+    report = {"fabric": state.design.name, "state_dir": str(d), "state_found": d.exists(), "design": {
+              "switches": len(state.design.switches), "cables": len(state.design.cables)}, **state.as_dict(), "observed": observed}
     report.pop("cables_down")
     # an apply killed midway (its journal stands): the fabric holds neither the old tables nor the
     # new ones for sure until the next plan, apply, sim up or sim down resolves it
@@ -152,13 +152,15 @@ def status(model: Path = MODEL_ARG, target: str = TARGET_OPT, fmt: str = FORMAT_
     if as_json:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
     else:
-        _print_status(report, overdue, model)
+        _print_status(report, overdue, model, no_state(d, target))
     raise typer.Exit(1 if state.declared or any(observed.values()) or report["interrupted_apply"] or report["dead_daemons"] else 0)
 
 
-def _print_status(r: dict, overdue: list[str], model: Path) -> None:
-    out.print(f"{r['fabric']}: design {r['design']['switches']} switches, {r['design']['cables']} cables "
-              f"(state in {r['state_dir']})", highlight=False, markup=False)
+def _print_status(r: dict, overdue: list[str], model: Path, no_state: str) -> None:
+    out.print(f"{r['fabric']}: design {r['design']['switches']} switches, {r['design']['cables']} cables"
+              + ("" if no_state else f" (state in {r['state_dir']})"), highlight=False, markup=False)
+    if no_state:  # nothing observed down is then no news: say where status looked, and how to look elsewhere
+        out.print(no_state, highlight=False, markup=False)
     out.print(f"declared down: {len(r['declared']) or 'nothing'}", highlight=False)
     for x in r["declared"]:
         extra = "".join(f"; {k} {x[k]}" for k in ("until", "by", "since") if x.get(k))

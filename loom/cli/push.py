@@ -43,8 +43,11 @@ def sim_down(model: Path = MODEL_ARG, force: bool = typer.Option(False, "--force
 
     Exit 0 stopped (or nothing ran); 1 refused (an apply holds the lock)."""
     fabric = load_model(model, marked=False)
+    where = _no_sim_state(fabric)  # before: taking the fabric lock makes the directory
     with refusals(model):
         backend_of(fabric).sim_down(fabric, force, UI)
+    if where:
+        progress(where)
 
 
 @sim_app.command("status")
@@ -55,7 +58,17 @@ def sim_status(model: Path = MODEL_ARG, fmt: str = FORMAT_OPT, as_json: bool = J
     fabric = load_model(model, marked=False)
     with refusals(model):  # a damaged journal of an interrupted apply is named, not a traceback
         up = backend_of(fabric).sim_status(fabric, as_json, UI)
+    if not as_json and (where := _no_sim_state(fabric)):
+        progress(where)
     raise typer.Exit(0 if up else 1)
+
+
+def _no_sim_state(fabric: Fabric) -> str:
+    """Where the simulation's state was looked for, if nothing is there (`loom.push.state.no_state`):
+    run from another directory, `sim down` and `sim status` said only that nothing runs."""
+    from loom.push.state import no_state, sim_state_dir
+
+    return no_state(sim_state_dir(fabric.name))
 
 
 def _link_event(model: Path, a: str, b: str | None, up: bool) -> None:
@@ -259,14 +272,18 @@ def apply(plan_file: Path | None = typer.Argument(None, help="plan.json (without
     from loom.fabrics import Unsupported
     from loom.push.errors import Interrupted, PlanError, TargetError
     from loom.push.planfile import read_plan
-    from loom.push.state import state_dir
+    from loom.push.state import no_state, state_dir
     from loom.render.progress_bar import bars
 
     if plan_file is None:
         if model is None:
             err.print("[red]error:[/red] give a plan file, or --model MODEL to apply its last plan")
             raise typer.Exit(1)
-        plan_file = state_dir(load_model(model).name, target) / "last-plan.json"
+        name = load_model(model).name
+        d = state_dir(name, target)
+        if where := no_state(d, target):
+            fail(f"no last plan of {name} to apply: {where}")
+        plan_file = d / "last-plan.json"
     try:
         p = read_plan(plan_file)
         with bars(err), CLOCK.timing("apply"):

@@ -111,12 +111,13 @@ class Ethernet:
     def link_event(self, model: Path, fabric: Fabric, cables: list[int], up: bool, ui: Ui) -> list[str]:
         """Take veth pairs down or up in the live simulation; the cable IDs that changed, audited."""
         from loom.push.links import audit_link_event, record_links
+        from loom.push.state import sim_not_running
 
         from .lab import FrrLab
 
         lab = FrrLab.of(fabric.name)
         if not lab.is_up():
-            raise Unsupported(f"the simulated fabric of {fabric.name} is not running; `loom sim up {model}` starts it", 1)
+            raise Unsupported(sim_not_running(fabric.name, lab.dir, model), 1)
         changed = record_links(lab.dir, fabric, cables, up, lambda cs, u: lab.set_cables(fabric, cs, u))
         return audit_link_event(lab.dir, up, changed)
 

@@ -19,6 +19,7 @@ from typing import Protocol
 from loom.expand import Fabric
 
 from loom.files import remove_temps
+from loom.push.state import no_state
 from .lab import FrrLab, LabError
 
 
@@ -89,7 +90,8 @@ class FrrSimTarget:
 
     def health(self) -> None:
         if not self.lab.state:
-            raise LabError(f"the live simulation is not running (nothing recorded in {self.dir}); `loom sim up` starts it")
+            raise LabError(f"the live simulation is not running ({no_state(self.dir) or f'nothing recorded in {self.dir}'}); "
+                           "`loom sim up` starts it")
         dead = self.lab.dead()
         if dead:
             raise LabError(f"the live simulation is not up ({', '.join(dead[:3])}{' ...' if len(dead) > 3 else ''} "

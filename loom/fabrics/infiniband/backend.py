@@ -116,13 +116,14 @@ class InfiniBand:
         """Pull or put back cables in ibsim (no fabric lock: the physical world changing); the
         cable IDs that changed, audited."""
         from loom.push.links import audit_link_event
+        from loom.push.state import sim_not_running
 
         from .daemon import Daemons
         from .links import set_links
 
         d = Daemons.of(fabric.name)
         if d.fabric_down():
-            raise Unsupported(f"the simulated fabric of {fabric.name} is not running; `loom sim up {model}` starts it", 1)
+            raise Unsupported(sim_not_running(fabric.name, d.dir, model), 1)
         return audit_link_event(d.dir, up, set_links(d.dir, fabric, cables, up))
 
     # ---------------------------------------------------------------- route and check

@@ -31,7 +31,7 @@ from loom.model.names import natural
 from loom.render.ibsim import ibsim_net
 
 from loom.files import remove_temps, write_atomic
-from loom.push.state import sim_state_dir as state_dir
+from loom.push.state import no_state, sim_state_dir as state_dir
 from loom.push.procs import ProcessRef
 from .sim import SimError, client_env, sm_host, start_ibsim, tools_missing
 
@@ -137,9 +137,9 @@ class Daemons:
     def health(self) -> None:
         """Raise SimError naming the daemon that is down."""
         if self.fabric_down():
-            log = self.dir / "ibsim.log"
+            log, where = self.dir / "ibsim.log", no_state(self.dir)
             raise SimError("ibsim (the simulated fabric) is not running" + (f"; see {log}" if log.exists() else "")
-                           + "; `loom sim up` starts it")
+                           + (f" ({where})" if where else "") + "; `loom sim up` starts it")
         if self.proc("opensm") is None:
             raise SimError(f"OpenSM is not running; see {self.log}; `loom sim up` restarts it")
 

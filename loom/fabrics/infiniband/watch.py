@@ -365,7 +365,10 @@ class Watcher:
         sweep and at least every `interval` seconds (and while a recovery is held down, when its
         hold-down ends); read the port counters every `health_interval` seconds and step at
         once when a link is drained or returned.  While it runs, `watch.pid` says so (`watching`):
-        `loom status` then takes its record of what it routes around as current."""
+        `loom status` then takes its record of what it routes around as current.
+        A fabric or subnet manager not running stops it at once, named (TargetError): its first
+        reading failed with a traceback on a simulation never started (run from another directory)."""
+        self.target.health()
         with watching(self.target.dir):
             self._run(interval, poll, until, ready)
 
