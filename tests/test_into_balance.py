@@ -197,6 +197,50 @@ def test_parallel_core_links_into_a_pod_at_their_paths_bound():
     assert b.within_bound and b.into_within_bound
 
 
+def test_leaves_of_several_pods_share_one_trade_and_no_link_above_carries_more():
+    """ft3-parallel-core: six leaves of each pod are one compute destination over their per-role
+    bound at one up-port and must trade it for a storage CA on one leaf (docs/routing.md).  A
+    pod trading alone put three computes on each of the two links into that leaf (5
+    destinations on a spine→leaf link, OpenSM ftree 3); leaves of several pods over at the same
+    index now share one pair of another pod, and the spines and cores above route it within
+    their bounds: 3 destinations, and every other level at or under the best OpenSM engine's
+    figure (dfsssp: 5 on a spine up-port, 4 on a core link; paths as before)."""
+    b = check_balance(Walk(route(expand(load_model("bench/models/ft3-parallel-core.yaml")))[0]))
+    got = {level: (f["max_paths"], f["max"]) for level, f in b.levels.items()}
+    assert got == {"leaf_up": (736, 54), "spine_down": (736, 3), "spine_up": (512, 5), "core_down": (512, 3)}, got
+    assert b.within_bound and b.into_within_bound, b.worst
+
+
+def test_a_core_link_over_its_paths_bound_is_evened_out_over_its_parallel_links():
+    """A core's links into one pod carry destinations of different weights (the channel adapters
+    whose traffic passes the core): the per-switch repair counts destinations only.  Planted: a
+    destination moved onto the fullest link of its core (within the count bound a parallel
+    link allows, over the paths bound); `even_core_paths` brings it back under."""
+    from loom.routing.corepaths import even_core_paths
+    from loom.routing.fattree import FatTreeEngine
+    from loom.routing.loads import carried
+    from loom.routing.zone import Zone
+
+    t = route(expand(load_model("bench/models/ft3-parallel-core.yaml")))[0]
+    sn, lft = t.subnet, t.lft.copy()
+    z = Zone(sn, sn.fabric.model.zones[0])
+    core = int(z.cores[0])
+    ports = [p for p in range(1, sn.max_port + 1) if sn.peer_kind[core, p] and sn.switch(int(sn.peer_dev[core, p])).pod == 0]
+    passing = carried(sn, lft, sn.ca_lids)[core]  # the destinations whose traffic reaches the core
+    cas = [int(l) for l in sn.ca_lids[passing] if lft[core, l] in ports]
+    full = max(ports, key=lambda p: sum(lft[core, l] == p for l in cas))
+    moved = next(l for l in cas if lft[core, l] != full)
+    lft[core, moved] = full
+
+    def worst(tables) -> int:
+        return check_balance(Walk(tables)).levels["core_down"]["into"]["max_judged_paths"]
+
+    planted = type(t)(sn, lft.copy(), t.engine, t.warnings)
+    assert worst(planted) > 512
+    even_core_paths(sn, z, lft, FatTreeEngine._roles(sn))
+    assert worst(type(t)(sn, lft, t.engine, t.warnings)) <= 512
+
+
 #: intact trees on which one up-port index per destination cannot meet every leaf's per-role
 #: bound, and the per-switch repair then split a destination over the links into its leaf
 #: (found by random search; each failed `into_within_bound` before `routing.settle`)

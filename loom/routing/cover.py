@@ -391,7 +391,8 @@ def _assign(u, role, edge, is_ca, movable, leaves, indices, extra, seconds: floa
 
 
 
-def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, extra) -> list[tuple[int, int, int]]:
+def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, extra,
+           partner: np.ndarray | None = None) -> list[tuple[int, int, int]]:
     """Per-role balance of each switch's up-ports where one index per destination cannot give it.
     Switch k sends up index i the destinations `sends[k]` with that index; it may send two of
     them that share a `key` (a leaf e: its links in; a pod: the core links into it), of different
@@ -411,7 +412,15 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
     are sent up): of the pairs that balance the switch, the one adding fewest such (destination,
     link) pairs — a destination another switch traded the same way already costs none — then
     onto the links carrying the fewest destinations.  Taking the first pair found instead put
-    up to 8 destinations on one spine→leaf link of a three-layer tree (OpenSM ftree: 3)."""
+    up to 8 destinations on one spine→leaf link of a three-layer tree (OpenSM ftree: 3).
+
+    With `partner` (a three-layer tree's leaves), destinations outside `near[k]` trade too, each
+    always with the same partner (recorded there, -1: none yet), and the spines and cores above
+    route them (`far.route_far_trades`); the switches over at one index are then served one
+    after the other, so that leaves of several pods over at one index share one pair — one
+    destination more on each link into the pair's leaf, where a pod alone piles its trades onto
+    the few partners it has.  A near pair is taken first at equal cost: it adds nothing above
+    the leaves."""
     roles = extra.shape[2]
     switches = len(sends)
     load = np.zeros((switches, indices, roles), np.int64)
@@ -422,9 +431,12 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
     bound = -(-load.sum(axis=(1, 2)) // indices)
     out, taken = [], {k: set() for k in range(switches)}  # per switch: destinations it moved already
     enters = Entering(index, key, indices)
-    for k, hi, r in np.argwhere(load > bound_r[:, None, :]):
+    todo = np.argwhere(load > bound_r[:, None, :])  # [switch, index, role] over
+    if partner is not None:  # an index at a time: the switches over at it share pairs
+        todo = todo[np.lexsort((todo[:, 0], todo[:, 1]))]
+    for k, hi, r in todo:
         k, hi, r = int(k), int(hi), int(r)
-        pool = sends[k] & near[k] & movable
+        pool = sends[k] & movable & (near[k] if partner is None else True)
         while load[k, hi, r] > bound_r[k, r]:
             room = np.flatnonzero((same == same[hi]) & (load[k, :, r] < bound_r[k, r]) & (load[k].sum(axis=1) < bound[k]))
             alone = [int(i) for i in np.flatnonzero(sends[k] & movable & (role == r) & (index == hi)) if int(i) not in taken[k]]
@@ -434,10 +446,13 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
                 load[k, hi, r] -= 1
                 load[k, room[0], r] += 1
                 continue
-            pair = _trade(index, role, is_ca, key, pool, hi, r, load[k], bound_r[k], taken[k], klass, enters)
+            pair = _trade(index, role, is_ca, key, pool, hi, r, load[k], bound_r[k], taken[k], klass, enters,
+                          None if partner is None else (~near[k], partner))
             if pair is None:
                 break
             i, j = pair  # i: role r at hi -> lo; j: role r2 at lo -> hi
+            if partner is not None and not near[k, i]:
+                partner[i], partner[j] = j, i
             lo, r2 = int(index[j]), int(role[j])
             enters.add(i, lo)
             enters.add(j, hi)
@@ -448,6 +463,15 @@ def trades(index, role, is_ca, movable, key, sends, near, indices, klass, same, 
             load[k, lo, r2] -= 1
             load[k, hi, r2] += 1
     return out
+
+
+def crowding(index: np.ndarray, key: np.ndarray, indices: int, moves: list[tuple[int, int, int]]) -> int:
+    """The most destinations entering their subtree over one link once `moves` (`trades`) are
+    made: what a spine's link into a leaf carries."""
+    enters = Entering(index, key, indices)
+    for _, d, link in moves:
+        enters.add(d, link)
+    return int(enters.count.max()) if enters.count.size else 0
 
 
 class Entering:
@@ -468,11 +492,14 @@ class Entering:
             self.count[self.key[d], link] += 1
 
 
-def _trade(index, role, is_ca, key, pool, hi, r, load, bound_r, taken, klass, enters: Entering) -> tuple[int, int] | None:
+def _trade(index, role, is_ca, key, pool, hi, r, load, bound_r, taken, klass, enters: Entering,
+           far: tuple[np.ndarray, np.ndarray] | None) -> tuple[int, int] | None:
     """Two destinations of `pool` sharing a key for `trades`: i of role r at hi, j of another role
     at an index lo where the switch has room for r, with room for j's role at hi; of those, the
-    pair adding the fewest (destination, link) entries, then onto the least crowded links (the
-    first such in the order lo, role, i, j)."""
+    pair adding the fewest (destination, link) entries, then onto the least crowded links, then
+    a near pair before a far one (the first such in the order lo, role, i, j).  `far` (which
+    destinations are far, their partners): a far destination pairs only with its partner, or,
+    with none yet, with another such."""
     free = pool.copy()
     free[list(taken)] = False
     first = np.flatnonzero(free & (role == r) & (index == hi))
@@ -488,14 +515,20 @@ def _trade(index, role, is_ca, key, pool, hi, r, load, bound_r, taken, klass, en
             if not len(first) or not len(second):
                 continue
             match = (key[first][:, None] == key[second][None, :]) & (is_ca[first][:, None] == is_ca[second][None, :])
+            away = np.zeros(match.shape, bool)
+            if far is not None:
+                away = np.broadcast_to(far[0][first][:, None], match.shape)  # a pair shares its leaf: i's is j's
+                mate = far[1]
+                match &= ~away | (mate[first][:, None] == second[None, :]) | (
+                    (mate[first][:, None] < 0) & (mate[second][None, :] < 0))
             if not match.any():
                 continue
             new_j = ~enters.via[second, hi]
             adds = new_i[:, None].astype(np.int64) + new_j[None, :]
             crowd = np.maximum(on_i[:, None], (enters.count[key[second], hi] + new_j)[None, :])
-            score = np.where(match, adds * (1 << 32) + crowd, np.iinfo(np.int64).max)
+            score = np.where(match, (adds * (1 << 30) + crowd) * 2 + away, np.iinfo(np.int64).max)
             a, b = np.unravel_index(int(np.argmin(score)), score.shape)
-            c = (int(adds[a, b]), int(crowd[a, b]))
+            c = (int(adds[a, b]), int(crowd[a, b]), bool(away[a, b]))
             if cost is None or c < cost:
                 best, cost = (int(first[a]), int(second[b])), c
     return best

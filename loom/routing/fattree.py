@@ -49,8 +49,10 @@ from loom.model.schema import FatTree2, FatTree3
 
 from .asbuilt import affected_destinations, fit_to_fabric, same_ports
 from .base import NO_ROUTE, RoutingError, Tables, empty_lft
-from .cover import cover, even_out, trades
+from .corepaths import even_core_paths
+from .cover import cover, crowding, even_out, trades
 from .degraded import avoid_missing, detour, spread_crowded
+from .far import far_trades_pay, route_far_trades
 from .settle import settle
 from .share import share_links
 from .subnet import TO_SWITCH, Subnet
@@ -202,6 +204,7 @@ class FatTreeEngine:
             warnings = fit_to_fabric(sn, lft, roles, 1 + kept.astype(np.int64), soft)
         for z in zones:
             share_links(sn, z, lft, roles)
+            even_core_paths(sn, z, lft, roles)
         return Tables(sn, lft, self.name, tuple(warnings))
 
     def repair(self, sn: Subnet, tables: Tables) -> Tables:
@@ -353,8 +356,15 @@ class FatTreeEngine:
         leaf_pod = z.leaf_pod(np.arange(len(z.leaves)))
         sends = att_edge[None, :] != np.arange(len(z.leaves))[:, None]
         near = leaf_pod[att_edge][None, :] == leaf_pod[:, None]
-        for a, i, index in trades(u, role, ~is_switch, movable, att_edge, sends, near, z.U, np.arange(z.U) // z.S, np.arange(z.U) % z.S,
-                                  extra):
+        shape = (u, role, ~is_switch, movable, att_edge, sends, near, z.U, np.arange(z.U) // z.S, np.arange(z.U) % z.S, extra)
+        leaf_trades, partner = trades(*shape), None
+        crowds = crowding(u, att_edge, z.U, leaf_trades)
+        if z.three and crowds > crowding(u, att_edge, z.U, []) and far_trades_pay(sn, z, len(att_lid), cabled):
+            mates = np.full(len(att_lid), -1, np.int64)  # far trades, kept where they crowd the links into a leaf less
+            far_trades = trades(*shape, mates)
+            if crowding(u, att_edge, z.U, far_trades) < crowds:
+                leaf_trades, partner = far_trades, mates
+        for a, i, index in leaf_trades:
             lft[z.leaves[a], att_lid[i]] = z.down + 1 + index
         if crowded.any() and not z.three:
             spread_crowded(z, lft, cabled, att_lid, att_edge, role, local_ca, np.flatnonzero(crowded))
@@ -382,6 +392,9 @@ class FatTreeEngine:
             for k, i, index in trades(v, role, ~is_switch, movable, pod, sends, sends, z.spec.spine_up, ups, ups % z.G,
                                       np.array([spine_extra[s, p] for p, s in spines])):
                 lft[z.spine(*spines[k]), att_lid[i]] = z.spine_down + 1 + index
+            if partner is not None:
+                far = [(a, i, index) for a, i, index in leaf_trades if not near[a, i] and index % z.S != u[i] % z.S]
+                route_far_trades(sn, z, lft, roles, att_lid, att_edge, partner, far)
         if not cabled.all():
             detour(sn, z, lft, cabled, att_lid, att_edge)
 

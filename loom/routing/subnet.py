@@ -58,6 +58,13 @@ class Subnet:
         entries = np.asarray(entries, dtype=np.int64)
         return np.where(entries <= self.max_port, entries, 0)
 
+    def behind(self, lft: np.ndarray, rows, lids) -> np.ndarray:
+        """The switch each entry of `rows` for `lids` leads to (-1: a CA, nothing cabled, no
+        route); `rows` and `lids` broadcast (rows as a column against LIDs as a row: a matrix)."""
+        rows, lids = np.broadcast_arrays(np.asarray(rows), np.asarray(lids))
+        port = self.out_port(lft[rows, lids])
+        return np.where(self.peer_kind[rows, port] == TO_SWITCH, self.peer_dev[rows, port], -1)
+
     @cached_property
     def up_port_mask(self) -> np.ndarray:
         """[sw, port] True where the port leads to a switch one layer up (leaf→spine, spine→core)."""
