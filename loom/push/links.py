@@ -21,12 +21,22 @@ from loom.files import write_atomic
 LINKS_DOWN = "links-down.json"
 
 
-def links_down(directory: Path) -> list[str]:
-    path = Path(directory) / LINKS_DOWN
+def _names(path: Path) -> tuple[list[str], dict]:
+    """The cable names of a record (`{"down": [name, ...], ...}`) and the record; a record that is
+    missing, damaged or not of that shape (binary, cut short, nested a million deep, names that
+    are not strings) reads as none: these files are loom's own notes to itself, never input."""
     try:
-        return json.loads(path.read_text())["down"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+        record = json.loads(path.read_text())
+        names = record["down"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError):
+        return [], {}
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return [], {}
+    return names, record
+
+
+def links_down(directory: Path) -> list[str]:
+    return _names(Path(directory) / LINKS_DOWN)[0]
 
 
 def watcher_down(directory: Path) -> list[str]:
@@ -34,14 +44,14 @@ def watcher_down(directory: Path) -> list[str]:
     the tables loom applied last (their digest is `last-applied.sha256`): after a plan of the
     model is applied, or when the watcher died before its apply finished, the record is stale —
     `loom status` would report a cable routed around that the tables in force do not avoid."""
+    names, record = _names(Path(directory) / "watch.down.json")
+    digest = record.get("tables_sha256")
     try:
-        record = json.loads((Path(directory) / "watch.down.json").read_text())
-        names, digest = record["down"], record.get("tables_sha256")
         if digest is not None and digest != (Path(directory) / "last-applied.sha256").read_text().strip():
             return []
-        return names if isinstance(names, list) else []
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError):
         return []
+    return names
 
 
 WATCH_PID = "watch.pid"

@@ -49,12 +49,17 @@ class ProcessRef:
 
     @classmethod
     def parse(cls, text: str, name: str) -> "ProcessRef | None":
-        """From a PID file: "PID START NAME" (older files hold only the pid)."""
+        """From a PID file: "PID START NAME" (older files hold only the pid); None for anything
+        else (a damaged file names no process: "²" is a digit to `str.isdigit`, not to `int`)."""
         parts = text.split()
-        if not parts or not parts[0].isdigit():
+
+        def number(word: str) -> int | None:
+            return int(word) if word.isascii() and word.isdigit() and len(word) <= 20 else None
+
+        pid = number(parts[0]) if parts else None
+        if pid is None:
             return None
-        start = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
-        return cls(int(parts[0]), start, parts[2] if len(parts) > 2 else name)
+        return cls(pid, number(parts[1]) if len(parts) > 1 else None, parts[2] if len(parts) > 2 else name)
 
     def line(self) -> str:
         return f"{self.pid} {self.start} {self.name}\n"

@@ -259,6 +259,24 @@ def _journal(rng: random.Random, case: SurfaceCase) -> None:
     case.env = {"LOOM_STATE_DIR": "{dir}/state"}
 
 
+def _state_records(rng: random.Random, case: SurfaceCase) -> None:
+    """The records commands leave in a fabric's state directory for each other, damaged: the
+    simulation's pulled cables and daemons' PID files, the watcher's record and its PID file,
+    the digest of what loom applied last — what `loom status` and `sim status` read."""
+    pid_line = f"{rng.choice([4242, 1, 2**31, 10**30])} {rng.choice([123456, 0])} {rng.choice(['opensm', 'loom', ''])}\n"
+    records = {"links-down.json": _dump(mutate_json(rng, {"down": ["z0-leaf0/21", "z0-spine1"]}, rng.randint(1, 3),
+                                                    case.mutations)),
+               "watch.down.json": _dump(mutate_json(rng, {"down": ["z0-leaf3/7"], "tables_sha256": "0" * 64},
+                                                    rng.randint(1, 3), case.mutations)),
+               "last-applied.sha256": ("0" * 64 + "\n").encode()}
+    for name in ("watch.pid", "ibsim.pid", "opensm.pid"):
+        records[name] = mutate_text(rng, pid_line, 1, case.mutations)
+    chosen = rng.sample(sorted(records), rng.randint(1, len(records)))
+    case.files = {**_tiny_files(), **{f"state/tiny/{name}": records[name] for name in chosen}}
+    case.args = [*rng.choice([["status"], ["sim", "status"]]), "{dir}/tiny.yaml", *rng.choice([[], ["--json"]])]
+    case.env = {"LOOM_STATE_DIR": "{dir}/state"}
+
+
 def _fabric_cache(rng: random.Random, case: SurfaceCase) -> None:
     """A damaged entry of the expansion cache where tiny's would be: bytes flipped, cut short,
     junk behind a right checksum, another entry's format.  Every command must expand afresh.
@@ -323,7 +341,8 @@ def _switch_output(rng: random.Random, case: SurfaceCase) -> None:
 
 
 SURFACES = {"plan": _plan, "journal": _journal, "lock": _lock, "lfts-dump": _dump_surface, "topology": _topology, "hostlist": _hostlist,
-            "inventory": _inventory, "netbox-http": _http, "fabric-cache": _fabric_cache, "switch-output": _switch_output}
+            "inventory": _inventory, "netbox-http": _http, "fabric-cache": _fabric_cache, "switch-output": _switch_output,
+            "state-records": _state_records}
 
 
 def surface_case(seed: int, index: int, surface: str | None = None) -> SurfaceCase:

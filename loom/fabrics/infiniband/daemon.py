@@ -84,8 +84,10 @@ class Daemons:
         return self.osm / "osm.log"
 
     def _read(self, name: str) -> str | None:
+        """A small record of the daemons (PID file, socket, host); bytes that are no UTF-8 read as
+        U+FFFD, which no reader takes for a pid or a path."""
         p = self.dir / name
-        return p.read_text().strip() if p.exists() else None
+        return p.read_text(errors="replace").strip() if p.exists() else None
 
     def proc(self, name: str) -> ProcessRef | None:
         """The daemon `name` ("ibsim", "opensm") if its PID file names a process that runs it."""
