@@ -27,8 +27,9 @@ CELLS = 2_000_000
 
 def even_core_paths(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
     """Bring every core link into a pod within the pod's paths bound, in place, where swaps or
-    moves between parallel links can."""
-    if not z.three or z.clinks < 2:
+    moves between parallel links can: on an intact three-layer zone, where that bound is judged
+    (on a degraded one traffic within a pod may cross a core, and the weights here miss it)."""
+    if not z.three or z.clinks < 2 or not intact_above_leaves(sn, z):
         return
     lids = np.flatnonzero((roles < 9) & ((sn.ca_switch >= 0) | (sn.lid_switch >= 0)))
     if len(z.leaves) * len(lids) > CELLS:
@@ -48,6 +49,16 @@ def even_core_paths(sn, z, lft: np.ndarray, roles: np.ndarray) -> None:
             ports = np.flatnonzero((sn.peer_kind[core] == TO_SWITCH) & np.isin(sn.peer_dev[core], pod_spines(z, p)))
             if len(ports) > 1:
                 _even(lft, int(core), ports, dests, roles[dests], sn.lid_port[dests] >= 0, weight[c], bound)
+
+
+def intact_above_leaves(sn, z) -> bool:
+    """Every switch of the three-layer zone in service, every up-link of its leaves and spines
+    working."""
+    up = z.spine_down + 1
+    return len(z.leaves) == z.spec.pods * z.L and len(z.spines) == z.spec.pods * z.S \
+        and len(z.cores) == z.spec.cores \
+        and bool((sn.peer_kind[z.leaves][:, z.down + 1:z.down + 1 + z.U] == TO_SWITCH).all()) \
+        and bool((sn.peer_kind[z.spines][:, up:up + z.spec.spine_up] == TO_SWITCH).all())
 
 
 def ca_counts(sn) -> np.ndarray:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .corepaths import CELLS, ca_counts, core_weights, pod_paths_bound, pod_spines
+from .corepaths import CELLS, ca_counts, core_weights, intact_above_leaves, pod_paths_bound, pod_spines
 from .subnet import TO_SWITCH, Subnet
 from .zone import Zone
 
@@ -53,14 +53,12 @@ def route_far_trades(sn: Subnet, z: Zone, lft: np.ndarray, roles: np.ndarray, at
         placed.add((core, lid))
 
 
-def far_trades_pay(sn: Subnet, z: Zone, destinations: int, cabled: np.ndarray) -> bool:
-    """Whether far trades are tried on the zone: every up-link of its leaves (`cabled`) and its
-    spines working (the routes here follow the cabling), and at most `CELLS` leaf × destination
-    cells (each far trade weighs the core links by a walk from every leaf: at the LID limit,
-    1,250 leaves × 43,000 destinations, that ran for minutes)."""
-    up = z.spine_down + 1
-    return len(z.leaves) * destinations <= CELLS and bool(cabled.all()) \
-        and bool((sn.peer_kind[z.spines][:, up:up + z.spec.spine_up] == TO_SWITCH).all())
+def far_trades_pay(sn: Subnet, z: Zone, destinations: int) -> bool:
+    """Whether far trades are tried on the zone: intact above its leaves (the routes here follow
+    the cabling), and at most `CELLS` leaf × destination cells (each far trade weighs the core
+    links by a walk from every leaf: at the LID limit, 1,250 leaves × 43,000 destinations, that
+    ran for minutes)."""
+    return len(z.leaves) * destinations <= CELLS and intact_above_leaves(sn, z)
 
 
 def _choose(sn, z, lft, roles, lids, lid_pod, spine, leaves, lid, mate, w, placed) -> tuple[int, int] | None:

@@ -359,7 +359,7 @@ class FatTreeEngine:
         shape = (u, role, ~is_switch, movable, att_edge, sends, near, z.U, np.arange(z.U) // z.S, np.arange(z.U) % z.S, extra)
         leaf_trades, partner = trades(*shape), None
         crowds = crowding(u, att_edge, z.U, leaf_trades)
-        if z.three and crowds > crowding(u, att_edge, z.U, []) and far_trades_pay(sn, z, len(att_lid), cabled):
+        if z.three and crowds > crowding(u, att_edge, z.U, []) and far_trades_pay(sn, z, len(att_lid)):
             mates = np.full(len(att_lid), -1, np.int64)  # far trades, kept where they crowd the links into a leaf less
             far_trades = trades(*shape, mates)
             if crowding(u, att_edge, z.U, far_trades) < crowds:
