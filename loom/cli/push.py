@@ -147,16 +147,19 @@ def watch(model: Path = MODEL_ARG, target: str = TARGET_OPT, inventory: Path | N
     def halt(signum, _frame) -> None:
         stop[0] = True
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, halt)
-    progress(f"watching {fabric.name} ({t.kind}): discovery at least every {interval:g}s and on every OpenSM sweep, "
-              f"hold-down {hold_down:g}s; log in {t.dir / 'watch.log'}")
+    # Ctrl-C and SIGTERM end the watch cleanly; the handlers before are put back (a command run
+    # in-process, as the tests do, would otherwise leave its caller's SIGTERM caught)
+    before = {sig: signal.signal(sig, halt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        progress(f"watching {fabric.name} ({t.kind}): discovery at least every {interval:g}s and on every OpenSM sweep, "
+                 f"hold-down {hold_down:g}s; log in {t.dir / 'watch.log'}")
         w.run(interval, until=lambda: stop[0] or (end is not None and time.monotonic() >= end),
               ready=lambda: progress(f"first discovery done: {len(w.down)} cables routed around; watching"))
     except (PlanError, TargetError) as exc:
         fail(exc)
     finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
         if server is not None:
             server.shutdown()
             server.server_close()
