@@ -22,57 +22,17 @@ from __future__ import annotations
 import os
 import sys
 
-import typer
-
-from loom.process import as_a_command
-
-from . import asbuilt, cabling, docs, health, model, netbox, push, routing, scheduling, terraform
-from .common import CLOCK, JSON_ERRORS, err, out, process_age
-
-app = typer.Typer(no_args_is_help=True, help="Loom: declarative AI-cluster fabrics.", rich_markup_mode=None)
-
-COMMANDS = [
-    ("validate", model.validate), ("show", model.show), ("expand", model.expand_cmd), ("route", routing.route_cmd),
-    ("check", routing.check), ("whatif", routing.whatif), ("discover", routing.discover), ("lock", model.lock_cmd),
-    ("docs", docs.docs), ("diff", routing.diff_cmd), ("configs", model.configs), ("inventory", model.inventory_cmd),
-    ("status", asbuilt.status), ("health", health.health), ("watch", push.watch), ("plan", push.plan), ("apply", push.apply), ("ranks", scheduling.ranks_cmd),
-    ("slurm", scheduling.slurm_cmd), ("fabric", terraform.fabric_cmd),
-]
-GROUPS = [("host", model.host_app), ("mark", asbuilt.mark_app), ("sim", push.sim_app), ("cabling", cabling.cabling_app), ("tf", terraform.tf_app),
-          ("netbox", netbox.netbox_app)]
-
-for name, fn in COMMANDS:
-    app.command(name)(fn)
-for name, group in GROUPS:
-    app.add_typer(group, name=name)
+from . import helpcache
 
 
-def _version(value: bool) -> None:
-    if value:
-        from importlib.metadata import PackageNotFoundError, version
+def __getattr__(name: str):
+    """`from loom.cli import app`: the Typer app, loaded on first use (`main` answers a kept
+    `--help` without it)."""
+    if name == "app":
+        from .commands import app
 
-        try:
-            out.print(f"loom {version('loom')}", highlight=False)
-        except PackageNotFoundError:
-            out.print("loom (not installed: run from a checkout without `pip install`)", highlight=False)
-        raise typer.Exit(0)
-
-
-_FROM_EXEC = {"on": False}  # started as a program (`main`), so the process's age is this command's start-up
-
-
-@app.callback()
-def _main(ctx: typer.Context, show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                                                help="print loom's version and exit")) -> None:
-    """Loom: declarative AI-cluster fabrics."""
-    JSON_ERRORS["on"] = False  # a new invocation (tests run many in one process); `format_of` sets it
-    CLOCK.begin(process_age() if _FROM_EXEC["on"] else 0.0)
-    ctx.call_on_close(_say_total)
-
-
-def _say_total() -> None:
-    if line := CLOCK.total_line():
-        err.print(line, highlight=False)
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _ReaderMayLeave:
@@ -81,15 +41,19 @@ class _ReaderMayLeave:
     code.  Click alone would exit 1 at the first write (which a script reads as a failed check),
     and an apply would be cut short between writing and verifying."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, record: bool = False) -> None:
         self._stream = stream
+        self.recorded: list[str] | None = [] if record else None  # what was written, for the help cache
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            n = self._stream.write(text)  # Click's probe for a binary stream (b"") fails here
         except BrokenPipeError:
             self._reader_left()
-            return len(text)
+            n = len(text)
+        if self.recorded is not None:
+            self.recorded.append(text)
+        return n
 
     def flush(self) -> None:
         try:
@@ -108,7 +72,22 @@ class _ReaderMayLeave:
 
 def main() -> None:
     """The `loom` program (and `python -m loom.cli`)."""
-    _FROM_EXEC["on"] = True
-    sys.stdout = _ReaderMayLeave(sys.stdout)
+    keep = helpcache.key(sys.argv[1:])
+    stdout = sys.stdout = _ReaderMayLeave(sys.stdout, record=keep is not None)
+    if keep is not None and (text := helpcache.load(keep)) is not None:
+        stdout.write(text)
+        return
+    if keep is not None:  # a help that wrote to stderr too is not kept: only stdout is replayed
+        sys.stderr = _ReaderMayLeave(sys.stderr, record=True)
+    from loom.process import as_a_command
+
+    from .commands import FROM_EXEC, app
+
+    FROM_EXEC["on"] = True
     as_a_command()
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        if keep is not None and done.code in (0, None) and not sys.stderr.recorded:
+            helpcache.store(keep, "".join(stdout.recorded))
+        raise

@@ -1,0 +1,92 @@
+"""`loom … --help` answered from the text it printed last time, without loading the command line.
+
+Importing Typer alone takes ~0.1 s of CPU and building every command's parameters more, so no
+help printed through it can meet issue 36's 0.15 s.  The text depends only on what this module
+puts in the key: the words typed, the environment (COLUMNS, NO_COLOR, TERM, …), whether stdout is
+a terminal and its size, the working directory, the interpreter, the installed packages (each
+`sys.path` directory's modification time: installing or removing one changes it) and Loom's own
+sources (every .py file's size and modification time).  Any of them different and the help is
+printed the long way, then kept.  Only a request that is help and nothing else is kept: the last
+word is `--help` and no other word is an option, so `--help` cannot be an option's value and the
+command never ran.  Entries live in $XDG_CACHE_HOME/loom/help (~/.cache/loom/help), at most
+`KEEP` of them, each written whole (a temporary file renamed), and a damaged one is a miss.
+
+Standard library only: this runs before anything else is imported."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+KEEP = 64
+_LOOM = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MAGIC = "loom-help-1\n"
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "loom", "help")
+
+
+def _sources(top: str, h) -> None:
+    with os.scandir(top) as entries:
+        for e in sorted(entries, key=lambda e: e.name):
+            if e.is_dir(follow_symlinks=False) and e.name != "__pycache__":
+                _sources(e.path, h)
+            elif e.name.endswith(".py"):
+                st = e.stat()
+                h.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+
+
+def _terminal(fd: int) -> str:
+    try:
+        return f"{os.isatty(fd)}:{tuple(os.get_terminal_size(fd))}"
+    except OSError:
+        return "-"
+
+
+def key(argv: list[str]) -> str | None:
+    """The cache key of this invocation, or None when it is not a help request to keep."""
+    if not argv or argv[-1] != "--help" or any(a.startswith("-") for a in argv[:-1]):
+        return None
+    h = hashlib.sha256()
+    h.update(repr((argv, os.getcwd(), sys.executable, sys.version, sorted(os.environ.items()),
+                   [_terminal(fd) for fd in (0, 1, 2)])).encode("utf-8", "surrogateescape"))
+    for p in sys.path:
+        try:
+            h.update(f"{p}\0{os.stat(p).st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+        except OSError:
+            pass
+    _sources(_LOOM, h)
+    return h.hexdigest()
+
+
+def load(k: str) -> str | None:
+    """The help kept under `k`, or None (none kept, or not readable as one)."""
+    try:
+        with open(os.path.join(_cache_dir(), k), encoding="utf-8") as f:
+            text = f.read(1 << 20)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text[len(_MAGIC):] if text.startswith(_MAGIC) else None
+
+
+def store(k: str, text: str) -> None:
+    """Keep `text` under `k`; the oldest entries beyond KEEP go.  A cache that cannot be written
+    (read-only home, full disk) only means the next help is printed the long way."""
+    d = _cache_dir()
+    tmp = os.path.join(d, f".{k}.{os.getpid()}")
+    try:
+        os.makedirs(d, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(_MAGIC + text)
+        os.replace(tmp, os.path.join(d, k))
+        kept = sorted((e.stat().st_mtime_ns, e.path) for e in os.scandir(d) if not e.name.startswith("."))
+        for _, path in kept[:-KEEP]:
+            os.unlink(path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
