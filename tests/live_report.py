@@ -13,11 +13,17 @@ import pytest
 
 
 class LiveReport:
+    """Works from the reports alone, so the same lines come from a plain run and from pytest-xdist's
+    controller (`-n 2 --dist loadfile`: a file's tests run together on one worker, while the
+    controller, which prints, sees only reports).  A file ends when each of its collected tests
+    has reported its teardown."""
+
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.t0 = time.monotonic()
-        self.file_t0: float | None = None
-        self.outcome: dict[str, str] = {}  # test → passed | failed | skipped, in the file running now
+        self.left: Counter[str] = Counter()  # file → its tests not yet torn down
+        self.started: dict[str, float] = {}  # file → when its first test's setup began (epoch)
+        self.outcome: dict[str, dict[str, str]] = {}  # file → test → passed | failed | skipped
 
     def _say(self, line: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -30,28 +36,37 @@ class LiveReport:
         s = int(time.monotonic() - self.t0)
         return f"{s // 60}:{s % 60:02d}"
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
-        if self.file_t0 is None:
-            self.file_t0 = time.monotonic()
-        yield
-        if nextitem is None or nextitem.path != item.path:
-            took = time.monotonic() - self.file_t0
-            shown = ", ".join(f"{n} {k}" for k, n in sorted(Counter(self.outcome.values()).items()))
-            self._say(f"{item.nodeid.split('::')[0]}: {shown} in {took:.0f} s ({self._since()} elapsed)")
-            self.file_t0, self.outcome = None, {}
+    def _collected(self, nodeids) -> None:
+        if not self.left:  # each xdist worker collects the same tests: count them once
+            self.left.update(n.split("::")[0] for n in nodeids)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._collected(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        self._collected(ids)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        path = report.nodeid.split("::")[0]
+        self.started.setdefault(path, getattr(report, "start", time.time()))  # its setup's start
+        outcome = self.outcome.setdefault(path, {})
         if report.skipped:
-            self.outcome.setdefault(report.nodeid, "skipped")
+            outcome.setdefault(report.nodeid, "skipped")
         elif report.passed and report.when == "call":
-            self.outcome.setdefault(report.nodeid, "passed")
+            outcome.setdefault(report.nodeid, "passed")
         if report.failed:
-            self.outcome[report.nodeid] = "failed"  # also a teardown failing after the test passed
+            outcome[report.nodeid] = "failed"  # also a teardown failing after the test passed
             crash = getattr(report.longrepr, "reprcrash", None)
             why = crash.message.splitlines()[0] if crash is not None and crash.message else str(report.longrepr)[-300:]
             where = f" ({report.when})" if report.when != "call" else ""
             self._say(f"FAILED {report.nodeid}{where} after {report.duration:.1f} s: {why}")
+        if report.when == "teardown":
+            self.left[path] -= 1
+            if self.left[path] == 0:
+                took = time.time() - self.started.pop(path)
+                shown = ", ".join(f"{n} {k}" for k, n in sorted(Counter(self.outcome.pop(path).values()).items()))
+                self._say(f"{path}: {shown} in {took:.0f} s ({self._since()} elapsed)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,6 +10,13 @@ a cache.  Migrating NetBox is pure Python (Django renders its model states once 
 90% of the time in a profile), one core for ~8 min; the database under it is already tuned for
 throw-away data (tests/pglab.py), so overlap is what shortens a cold run, not PostgreSQL settings.
 `--under-load` runs two CPU hogs and a disk hog (tests/load.py) beside pytest.
+
+The tests run on two pytest-xdist workers, a test file at a time on one of them (`--dist
+loadfile`: a file's module fixtures, such as a simulated fabric, are set up once).  Half of the
+suite's time is waiting on servers (OpenSM's sweeps, NetBox, FRR, sshd, ansible), so on two cores
+two workers take ~30 minutes where one took ~42.  Every test owns its servers (free ports, its own
+state directory, ibsim socket and namespaces), which is what makes two at once safe.
+LOOM_TEST_WORKERS=1 runs one file after another in one process, as before.
 """
 
 from __future__ import annotations
@@ -85,9 +92,12 @@ def main(argv: list[str]) -> int:
     pytest_args = [a for a in argv if a not in ("--prebuild", "--under-load")]
     t0 = time.monotonic()
     marks = " ".join(pytest_args)
+    workers = os.environ.get("LOOM_TEST_WORKERS", "2")
+    parallel = ["-n", workers, "--dist", "loadfile"] if workers != "1" else []
     say("the tests not marked slow: ~8 min on an idle 2-core machine" if "not slow" in marks else
-        "the slow tests: ~14 min on an idle 2-core machine once warm" if "slow" in marks else
-        "the whole suite, slow tests included: ~22 min on an idle 2-core machine once warm")
+        "the slow tests: ~22 min on an idle 2-core machine once warm" if "slow" in marks else
+        "the whole suite, slow tests included: ~30 min on an idle 2-core machine once warm (~42 min on one worker)")
+    say(f"{workers} pytest workers (LOOM_TEST_WORKERS), a test file at a time on each")
     builders: list[Background] = []
     if prebuild and (cold := _cold()):
         say("cold machine: building " + " and ".join(cold) + " beside the first tests; the tests that "
@@ -101,7 +111,7 @@ def main(argv: list[str]) -> int:
     try:
         t1 = time.monotonic()
         rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "tests.live_report", "--durations=15",
-                              *pytest_args], cwd=ROOT)
+                              *parallel, *pytest_args], cwd=ROOT)
         say(f"pytest: exit {rc} after {time.monotonic() - t1:.0f} s")
         ok = all([b.finish() for b in builders])
     finally:

@@ -50,3 +50,11 @@ def sim_runs():
 @pytest.mark.parametrize("model, name", SIM, ids=[name for _, name in SIM])
 def test_sim_output(model, name, sim_runs):
     same_as_golden(name, sim_runs(model)[name])
+
+
+def test_each_invocation_reads_its_own_terminal():
+    """The consoles are made again for each command run in one process: one run with FORCE_COLOR
+    set (a terminal, as Rich then reads it) fixed the next runs at TERM=dumb's 80 columns, so the
+    pinned outputs depended on which test ran before them (seen under pytest-xdist)."""
+    golden.invoke(["show", str(golden.MODELS["tiny"])], 0, env={"FORCE_COLOR": "1"})
+    assert golden.fast_output("show--tiny.txt") == (golden.GOLDEN / "show--tiny.txt").read_text()

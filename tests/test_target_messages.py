@@ -5,6 +5,7 @@ says who holds the subnet."""
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from loom.fabrics.infiniband.inventory import SmHost
 from loom.fabrics.infiniband.sim import SimError
 from loom.fabrics.infiniband.ssh import SshTarget
 from loom.fabrics.infiniband.target import SimTarget
-from loom.push.ssh import MESSAGE_CAP, Connection, SshError, whole
+from loom.push.ssh import MESSAGE_CAP, Connection, SshError, control_dir, whole
 from loom.render.sm_host import SmPaths
 
 from .sshfabric import free_port
@@ -27,9 +28,11 @@ def host(port: int, name: str = "mgmt0") -> SmHost:
 
 def test_an_unreachable_host_is_named_with_ssh_s_whole_message_and_the_command(tmp_path):
     port = free_port()  # nothing listens there
-    conn = Connection(host(port), None, tmp_path)
+    sockets = control_dir()
+    conn = Connection(host(port), None, sockets)
     with pytest.raises(SshError) as caught:
         conn.run("true")
+    shutil.rmtree(sockets)
     msg = str(caught.value)
     assert msg.startswith("mgmt0: ssh cannot reach 127.0.0.1 (") and "Connection refused" in msg, msg
     command = msg.split("to reproduce: `")[1].rstrip("`")
@@ -37,6 +40,23 @@ def test_an_unreachable_host_is_named_with_ssh_s_whole_message_and_the_command(t
                                     "--", "127.0.0.1", "true"]
     again = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=30)
     assert again.returncode == 255 and "Connection refused" in again.stderr  # it does reproduce it
+
+
+def test_the_sockets_directory_is_short_enough_for_ssh_under_a_long_tmpdir(tmp_path, monkeypatch):
+    """ssh refuses a ControlPath of 108 bytes or more ("ControlPath too long"): a long TMPDIR (a
+    CI runner's, pytest-xdist's) must not make every connection fail."""
+    deep = tmp_path / ("d" * 60)
+    deep.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(deep))
+    made = control_dir()
+    try:
+        assert len(str(made)) + 58 <= 107 and made.is_dir() and made.parent == Path("/tmp"), made
+    finally:
+        made.rmdir()
+    monkeypatch.setattr("tempfile.tempdir", "/tmp")
+    made = control_dir()
+    made.rmdir()
+    assert made.parent == Path("/tmp")
 
 
 def test_long_error_output_keeps_whole_lines_from_both_ends():

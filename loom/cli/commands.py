@@ -45,6 +45,8 @@ def _main(ctx: typer.Context, show_version: bool = typer.Option(False, "--versio
                                                                 help="print loom's version and exit")) -> None:
     """Loom: declarative AI-cluster fabrics."""
     JSON_ERRORS["on"] = False  # a new invocation (tests run many in one process); `format_of` sets it
+    out.forget()
+    err.forget()
     CLOCK.begin(process_age() if FROM_EXEC["on"] else 0.0)
     ctx.call_on_close(_say_total)
 

@@ -35,6 +35,11 @@ class _Console:
     def __exit__(self, *exc: object) -> None:
         self._made().__exit__(*exc)
 
+    def forget(self) -> None:
+        """Made again at the next print: a new invocation in the same process (the tests' CliRunner)
+        reads its own terminal (COLUMNS, NO_COLOR) instead of the first invocation's."""
+        self._console = None
+
     def _made(self):
         if self._console is None:
             from rich.console import Console

@@ -8,9 +8,11 @@ model file."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from loom.model import ModelError
@@ -111,6 +113,21 @@ def _short(script: str) -> str:
     """The start of a script, for a message."""
     one = " ".join(script.split())
     return one if len(one) <= 80 else one[:80] + " …"
+
+
+# a Unix socket's path holds at most 107 bytes; ssh adds the 40 hex digits of %C and, while it
+# sets the master up, a 17-character suffix
+_SOCKET_PATH_MAX, _SSH_ADDS = 107, 1 + 40 + 17
+
+
+def control_dir() -> Path:
+    """A private directory for the multiplexed connections' sockets: under TMPDIR, or under /tmp
+    when TMPDIR's path is too long for a socket (ssh would refuse every connection)."""
+    made = Path(tempfile.mkdtemp(prefix="loom-ssh-"))
+    if len(os.fsencode(made)) + _SSH_ADDS <= _SOCKET_PATH_MAX:
+        return made
+    made.rmdir()
+    return Path(tempfile.mkdtemp(prefix="loom-ssh-", dir="/tmp"))
 
 
 def close_all(conns, control: Path) -> None:

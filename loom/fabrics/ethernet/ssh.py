@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import atexit
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from loom.push.errors import PlanError
 from loom.files import remove_temps
 from .answers import bgp_peers, kernel_routes
 from .plan import parallel
-from loom.push.ssh import Connection, SshError, clean, close_all, read_inventory_yaml
+from loom.push.ssh import Connection, SshError, clean, close_all, control_dir, read_inventory_yaml
 from loom.push.state import ssh_state_dir as state_dir
 
 GROUP = "frr_switches"
@@ -94,7 +93,7 @@ class FrrSshTarget:
         self.by_name = {s.name: s for s in switches}
         self.dir = Path(dir)
         self.ssh_config = ssh_config
-        self._control = Path(tempfile.mkdtemp(prefix="loom-ssh-"))
+        self._control = control_dir()
         self._conns = {s.name: Connection(s, ssh_config, self._control) for s in switches}
         atexit.register(self.close)
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import json
 import shlex
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from loom.routing.subnet import Subnet
 from .daemon import engines_in
 from loom.push.errors import PlanError, TargetError
 from loom.files import TEMP_PREFIX
-from loom.push.ssh import Connection, SshError, clean, close_all, whole
+from loom.push.ssh import Connection, SshError, clean, close_all, control_dir, whole
 from loom.push.state import ssh_state_dir as state_dir
 from .inventory import SmHost, host_from_dict, sm_hosts
 from .qos_readback import qos_answered, qos_jobs
@@ -67,7 +66,7 @@ class SshTarget:
         self.switches = switches
         self.dir = Path(dir)
         self.ssh_config = ssh_config
-        self._control = Path(tempfile.mkdtemp(prefix="loom-ssh-"))
+        self._control = control_dir()
         self._conns = {h.name: Connection(h, ssh_config, self._control) for h in self.hosts}
         atexit.register(self.close)
 
