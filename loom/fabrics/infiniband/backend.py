@@ -34,6 +34,7 @@ class InfiniBand:
         from .apply import recover
         from .checked import check_input_file
         from .daemon import Daemons
+        from .design import applied_last
         from .target import SimTarget
 
         tables = ui.phase("route", route, fabric, "fattree")[0]
@@ -45,8 +46,7 @@ class InfiniBand:
             recover(SimTarget(d), progress=ui.progress)
             if not d.up_and_running() and d.lfts_file.exists():
                 text = d.lfts_file.read_text()
-                last = d.dir / "last-applied.sha256"
-                ours = last.exists() and last.read_text().strip() == digest_live(text)
+                ours = applied_last(d.dir, digest_live(text))
                 failed = check_input_file(fabric, text, ours)  # as the simulator cables it: marks too
                 if failed:
                     rejected = d.lfts_file.with_name("lfts.dump.rejected")
