@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,20 @@ _CACHE = os.environ["LOOM_CACHE_DIR"] = tempfile.mkdtemp(prefix="loom-test-cache
 
 def pytest_unconfigure(config):
     shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+#: Each test file's seconds in a whole run, longest first.  `make test`'s live report writes this
+#: run's figures to .loom/suite/durations.json; copy that here to refresh the order.
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def pytest_collection_modifyitems(config, items):
+    """On pytest-xdist's workers (`tests/suite.py`: a file at a time, in collection order), the
+    longest files first: the last file to start is then a short one, and neither worker idles
+    while the other finishes a long file.  A file not in the record counts as short."""
+    if hasattr(config, "workerinput") and DURATIONS.exists():
+        took = json.loads(DURATIONS.read_text())
+        items.sort(key=lambda item: -took.get(item.nodeid.split("::")[0], 0))
 
 
 @pytest.fixture

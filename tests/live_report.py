@@ -6,8 +6,10 @@ test and names failures only after the last one, which in a 27-minute run is 27 
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +26,7 @@ class LiveReport:
         self.left: Counter[str] = Counter()  # file → its tests not yet torn down
         self.started: dict[str, float] = {}  # file → when its first test's setup began (epoch)
         self.outcome: dict[str, dict[str, str]] = {}  # file → test → passed | failed | skipped
+        self.took: dict[str, int] = {}  # file → seconds, for tests/durations.json
 
     def _say(self, line: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -65,8 +68,18 @@ class LiveReport:
             self.left[path] -= 1
             if self.left[path] == 0:
                 took = time.time() - self.started.pop(path)
+                self.took[path] = round(took)
                 shown = ", ".join(f"{n} {k}" for k, n in sorted(Counter(self.outcome.pop(path).values()).items()))
                 self._say(f"{path}: {shown} in {took:.0f} s ({self._since()} elapsed)")
+
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """This run's file times, longest first, beside the suite's logs (the order the next runs
+        take is tests/durations.json: copy this file there to refresh it)."""
+        if self.took and not hasattr(self.config, "workerinput"):
+            out = Path(self.config.rootpath) / ".loom" / "suite" / "durations.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(dict(sorted(self.took.items(), key=lambda kv: -kv[1])), indent=1) + "\n")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -93,7 +93,8 @@ def main(argv: list[str]) -> int:
     t0 = time.monotonic()
     marks = " ".join(pytest_args)
     workers = os.environ.get("LOOM_TEST_WORKERS", "2")
-    parallel = ["-n", workers, "--dist", "loadfile"] if workers != "1" else []
+    # in collection order (tests/conftest.py puts the longest files first), not by number of tests
+    parallel = ["-n", workers, "--dist", "loadfile", "--no-loadscope-reorder"] if workers != "1" else []
     say("the tests not marked slow: ~8 min on an idle 2-core machine" if "not slow" in marks else
         "the slow tests: ~22 min on an idle 2-core machine once warm" if "slow" in marks else
         "the whole suite, slow tests included: ~30 min on an idle 2-core machine once warm (~42 min on one worker)")
