@@ -32,3 +32,18 @@ def procs_using(directory: Path) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def between_readings(monkeypatch, plant) -> None:
+    """Call `plant` once, when the first of `loom health`'s two readings is done: errors planted
+    on a timer raced a first reading slowed by a busy machine, and then both readings saw them."""
+    from loom.fabrics.infiniband import health
+
+    first_read = health.Monitor.read
+
+    def read_then_plant(monitor):
+        first_read(monitor)
+        if len(monitor.history.points) == 1:
+            plant()
+
+    monkeypatch.setattr(health.Monitor, "read", read_then_plant)

@@ -8,7 +8,6 @@ import csv
 import io
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,34 +16,26 @@ from loom.fabrics.infiniband import sim as simmod
 from loom.fabrics.infiniband.sim import console
 from loom.render.ibsim import ibsim_net
 
-from .simfabric import TINY, TOPO, loom
+from .simfabric import TINY, TOPO, between_readings, loom
 
 pytestmark = pytest.mark.sim
 
 
-def later(seconds: float, fn) -> threading.Timer:
-    t = threading.Timer(seconds, fn)
-    t.start()
-    return t
-
-
-def test_rising_errors_are_failing_reported_and_ticketed(tiny_up, tmp_path):
+def test_rising_errors_are_failing_reported_and_ticketed(tiny_up, tmp_path, monkeypatch):
     d = tiny_up
     code, text = loom("health", TINY, "--interval", "0")
     assert code == 0 and "60 links read" in text and "60 healthy" in text, text
-    t = later(0.8, lambda: console(d.dir, ['PerformanceSet "z0-leaf0"[5] PortCounters.SymbolErrorCounter=700',
-                                           'PerformanceSet "z0-leaf1"[5] PortCounters.PortRcvErrors=20']))
-    code, text = loom("health", TINY, "--interval", "2.5", "--json")
-    t.join()
+    between_readings(monkeypatch, lambda: console(d.dir, ['PerformanceSet "z0-leaf0"[5] PortCounters.SymbolErrorCounter=700',
+                                                          'PerformanceSet "z0-leaf1"[5] PortCounters.PortRcvErrors=20']))
+    code, text = loom("health", TINY, "--interval", "0.5", "--json")
     assert code == 1, text
     report = json.loads(text[text.index("{"):])
     assert report["verdict"] == "failing" and report["counts"]["failing"] == 1 and report["counts"]["degraded"] == 1
     failing = next(x for x in report["unhealthy"] if x["verdict"] == "failing")
     assert failing["cable"] == "z0-leaf0/5" and failing["ends"][0]["errors_per_hour"]["SymbolErrorCounter"] == 700
     # the ticket: the two unhealthy cables with both ends, part and what was seen
-    t = later(0.8, lambda: console(d.dir, ['PerformanceSet "z0-leaf0"[5] PortCounters.SymbolErrorCounter=1500']))
-    code, _ = loom("health", TINY, "--interval", "2.5", "--format", "csv", "--out", str(tmp_path / "ticket.csv"))
-    t.join()
+    between_readings(monkeypatch, lambda: console(d.dir, ['PerformanceSet "z0-leaf0"[5] PortCounters.SymbolErrorCounter=1500']))
+    code, _ = loom("health", TINY, "--interval", "0.5", "--format", "csv", "--out", str(tmp_path / "ticket.csv"))
     assert code == 1
     rows = list(csv.DictReader(io.StringIO((tmp_path / "ticket.csv").read_text())))
     assert [r["cable_id"] for r in rows] == ["z0-leaf0/5"]  # z0-leaf1/5 stopped rising
@@ -52,14 +43,13 @@ def test_rising_errors_are_failing_reported_and_ticketed(tiny_up, tmp_path):
     assert rows[0]["part_number"] and rows[0]["length_m"] and "SymbolErrorCounter 800/h" in rows[0]["seen"]
 
 
-def test_a_counter_reset_by_perfquery_R_is_not_an_error(tiny_up):
+def test_a_counter_reset_by_perfquery_R_is_not_an_error(tiny_up, monkeypatch):
     d = tiny_up
     console(d.dir, ['PerformanceSet "z0-leaf0"[5] PortCounters.SymbolErrorCounter=5000'])
     from .test_port_counters import perfquery
 
-    t = later(0.8, lambda: perfquery(d, "-R", "1024", "5"))
-    code, text = loom("health", TINY, "--interval", "2.5")
-    t.join()
+    between_readings(monkeypatch, lambda: perfquery(d, "-R", "1024", "5"))
+    code, text = loom("health", TINY, "--interval", "0.5")
     assert code == 0 and "60 healthy" in text, text
 
 

@@ -288,22 +288,14 @@ def test_fire_flyer_over_ssh_apply_no_changes_failover(tmp_path, monkeypatch):
 def test_health_reads_every_cable_end_over_ssh(pair, ssh_state, tmp_path, monkeypatch):
     """`loom health --target ssh`: the port counters are read where the master's port is (its
     python3 and libibumad, as the other reads), both ends of every cable."""
-    from loom.fabrics.infiniband import health
     from loom.fabrics.infiniband.sim import console
+
+    from .simfabric import between_readings
 
     code, out = loom("health", TINY, *ssh_state, "--interval", "0", "--json")
     assert code == 0, out
     report = json.loads(out[out.index("{"):])
     assert report["links"] == 60 and report["counts"]["healthy"] == 60 and report["unhealthy"] == [], report
-    # the errors come between the two readings: planted when the first one is done (a timer
-    # raced a first reading slowed by a busy machine, and then both saw the 900)
-    first_read = health.Monitor.read
-
-    def read_then_plant(monitor):
-        first_read(monitor)
-        if len(monitor.history.points) == 1:
-            console(pair.sim.dir, ['PerformanceSet "z0-leaf2"[6] PortCounters.SymbolErrorCounter=900'])
-
-    monkeypatch.setattr(health.Monitor, "read", read_then_plant)
+    between_readings(monkeypatch, lambda: console(pair.sim.dir, ['PerformanceSet "z0-leaf2"[6] PortCounters.SymbolErrorCounter=900']))
     code, out = loom("health", TINY, *ssh_state, "--interval", "0.5")
     assert code == 1 and "failing  z0-leaf2/6: z0-leaf2/6 SymbolErrorCounter 900/h" in out, out
