@@ -75,7 +75,8 @@ def test_a_failure_is_caught_and_written_out(tmp_path, monkeypatch):
                                              ("lfts-dump", "loom.inputs.read_lft_dump"),
                                              ("fabric-cache", "loom.expand.cache.get"),
                                              ("switch-output", "loom.fabrics.ethernet.answers._read"),
-                                             ("state-records", "loom.push.links.links_down")])
+                                             ("state-records", "loom.push.links.links_down"),
+                                             ("help-cache", "loom.cli.helpcache.load")])
 def test_a_crash_in_a_reader_is_caught_with_its_files(tmp_path, monkeypatch, surface, reader):
     """A surface case reaches the reader it is for: a KeyError planted there is reported as a
     traceback, and the reproducer holds the case's files and the command that runs them."""

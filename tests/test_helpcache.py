@@ -65,3 +65,31 @@ def test_a_cache_that_cannot_be_written_costs_only_time(tmp_path):
     (tmp_path / "cache").write_text("a file where the directory would be")
     code, text, loaded = _loom(tmp_path, "--help")
     assert code == 0 and text.startswith("Usage: loom") and loaded == "typer loaded"
+
+
+def test_what_is_not_a_whole_kept_help_is_a_miss(tmp_path, monkeypatch):
+    """A FIFO (a hang if opened for reading), a directory, a huge file, one cut short or with a
+    byte changed: each is a miss, answered at once, and the help is printed the long way."""
+    import stat
+    import threading
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    d = tmp_path / "loom" / "help"
+    d.mkdir(parents=True)
+    helpcache.store("k", "Usage: loom [OPTIONS]\n")
+    whole = (d / "k").read_bytes()
+    assert helpcache.load("k") == "Usage: loom [OPTIONS]\n"
+    for damaged in (whole[:-3], whole.replace(b"OPTIONS", b"OPTIONZ"), b"\xff" * 100,
+                    whole + b"x" * helpcache.LIMIT):
+        (d / "k").write_bytes(damaged)
+        assert helpcache.load("k") is None, damaged[:80]
+    (d / "k").unlink()
+    (d / "k").mkdir()
+    assert helpcache.load("k") is None
+    os.mkfifo(d / "f")
+    assert stat.S_ISFIFO(os.stat(d / "f").st_mode)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(helpcache.load("f")), daemon=True)
+    reader.start()
+    reader.join(5)
+    assert got == [None], "load blocked on a FIFO"

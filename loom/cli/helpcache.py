@@ -9,7 +9,8 @@ sources (every .py file's size and modification time).  Any of them different an
 printed the long way, then kept.  Only a request that is help and nothing else is kept: the last
 word is `--help` and no other word is an option, so `--help` cannot be an option's value and the
 command never ran.  Entries live in $XDG_CACHE_HOME/loom/help (~/.cache/loom/help), at most
-`KEEP` of them, each written whole (a temporary file renamed), and a damaged one is a miss.
+`KEEP` of them, each written whole (a temporary file renamed) under a digest of its text, and a
+damaged one is a miss.
 
 Standard library only: this runs before anything else is imported."""
 
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 
 KEEP = 64
+LIMIT = 1 << 20  # bytes: `loom --help` is ~3 KB
 _LOOM = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_MAGIC = "loom-help-1\n"
+_MAGIC = "loom-help-2"
 
 
 def _cache_dir() -> str:
@@ -62,14 +65,29 @@ def key(argv: list[str]) -> str | None:
     return h.hexdigest()
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def load(k: str) -> str | None:
-    """The help kept under `k`, or None (none kept, or not readable as one)."""
+    """The help kept under `k`, or None: none kept, or not one whole (its first line names its
+    format and the digest of the rest).  Only a regular file of at most `LIMIT` bytes is read,
+    without blocking: a FIFO or a device put there is a miss, not a hang."""
     try:
-        with open(os.path.join(_cache_dir(), k), encoding="utf-8") as f:
-            text = f.read(1 << 20)
-    except (OSError, UnicodeDecodeError):
+        fd = os.open(os.path.join(_cache_dir(), k), os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
         return None
-    return text[len(_MAGIC):] if text.startswith(_MAGIC) else None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > LIMIT:
+            return None
+        data = os.read(fd, LIMIT + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head, _, text = data.decode("utf-8", "replace").partition("\n")
+    return text if head == f"{_MAGIC} {_digest(text)}" else None
 
 
 def store(k: str, text: str) -> None:
@@ -80,12 +98,12 @@ def store(k: str, text: str) -> None:
     try:
         os.makedirs(d, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(_MAGIC + text)
+            f.write(f"{_MAGIC} {_digest(text)}\n{text}")
         os.replace(tmp, os.path.join(d, k))
         kept = sorted((e.stat().st_mtime_ns, e.path) for e in os.scandir(d) if not e.name.startswith("."))
         for _, path in kept[:-KEEP]:
             os.unlink(path)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: text that is not UTF-8 (surrogates)
         try:
             os.unlink(tmp)
         except OSError:

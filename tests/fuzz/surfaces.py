@@ -340,9 +340,22 @@ def _switch_output(rng: random.Random, case: SurfaceCase) -> None:
     case.args = ["<switch_output>", which, "{dir}/out.json"]
 
 
+def _help_cache(rng: random.Random, case: SurfaceCase) -> None:
+    """A kept `loom --help` (loom/cli/helpcache.py) damaged where the next help would read it:
+    lines and bytes changed, cut short, repeated to megabytes, or whole.  The reader answers the
+    text, or None (a miss: printed the long way)."""
+    from loom.cli import helpcache
+
+    text = "Usage: loom [OPTIONS] COMMAND [ARGS]...\n\n  Loom: declarative AI-cluster fabrics.\n"
+    whole = f"{helpcache._MAGIC} {helpcache._digest(text)}\n{text}"
+    data = whole.encode() if rng.random() < 0.2 else mutate_text(rng, whole, rng.randint(1, 3), case.mutations)
+    case.files = {"xdg/loom/help/" + "0" * 64: data}
+    case.args = ["<help_cache>", "{dir}/xdg"]
+
+
 SURFACES = {"plan": _plan, "journal": _journal, "lock": _lock, "lfts-dump": _dump_surface, "topology": _topology, "hostlist": _hostlist,
             "inventory": _inventory, "netbox-http": _http, "fabric-cache": _fabric_cache, "switch-output": _switch_output,
-            "state-records": _state_records}
+            "state-records": _state_records, "help-cache": _help_cache}
 
 
 def surface_case(seed: int, index: int, surface: str | None = None) -> SurfaceCase:
@@ -375,6 +388,8 @@ def run_surface(case: SurfaceCase, workdir: Path) -> str:
         return _run_sm_hosts(Path(args[1]), Path(args[2]))
     if args[0] == "<switch_output>":
         return _run_switch_output(args[1], Path(args[2]))
+    if args[0] == "<help_cache>":
+        return _run_help_cache(Path(args[1]))
     server = None
     if args[-1].startswith("<server:"):
         server = _server(args.pop()[len("<server:"):-1], case)
@@ -402,6 +417,21 @@ def run_surface(case: SurfaceCase, workdir: Path) -> str:
     if "NETBOX_TOKEN" in case.env and case.env["NETBOX_TOKEN"] in r.output:
         raise SurfaceFailure("the NetBox token was printed")
     return "ok" if r.exit_code == 0 else "refused"
+
+
+def _run_help_cache(xdg: Path) -> str:
+    """The kept help's reader: "ok" with the whole text, "refused" with a miss."""
+    from loom.cli import helpcache
+
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(xdg)
+    try:
+        text = helpcache.load("0" * 64)
+    finally:
+        os.environ.pop("XDG_CACHE_HOME") if saved is None else os.environ.__setitem__("XDG_CACHE_HOME", saved)
+    if text is not None and not text.startswith("Usage: loom"):
+        raise SurfaceFailure(f"a damaged kept help was taken as whole: {text[:200]!r}")
+    return "ok" if text is not None else "refused"
 
 
 def _run_sm_hosts(model: Path, inventory: Path) -> str:
