@@ -34,16 +34,22 @@ def procs_using(directory: Path) -> list[int]:
     return found
 
 
-def between_readings(monkeypatch, plant) -> None:
+def between_readings(monkeypatch, plant) -> list:
     """Call `plant` once, when the first of `loom health`'s two readings is done: errors planted
-    on a timer raced a first reading slowed by a busy machine, and then both readings saw them."""
+    on a timer raced a first reading slowed by a busy machine, and then both readings saw them.
+    Returns the list each plant appends to (assert it is not empty: the plant happened).  Called
+    again, it replaces the earlier plant rather than adding to it."""
     from loom.fabrics.infiniband import health
 
-    first_read = health.Monitor.read
+    first_read = getattr(health.Monitor.read, "__wrapped__", health.Monitor.read)
+    planted = []
 
     def read_then_plant(monitor):
         first_read(monitor)
         if len(monitor.history.points) == 1:
             plant()
+            planted.append(True)
 
+    read_then_plant.__wrapped__ = first_read
     monkeypatch.setattr(health.Monitor, "read", read_then_plant)
+    return planted

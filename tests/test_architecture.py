@@ -132,7 +132,7 @@ def test_a_planted_cycle_and_upward_import_are_caught(tmp_path, monkeypatch):
                                                        if LAYERS.index(_layer(b)) > LAYERS.index(_layer(a))]
 
 
-def test_starting_the_command_line_loads_no_numerical_library():
+def test_starting_the_command_line_loads_no_numerical_library(tmp_path):
     """`loom --help` (and every command before it runs) imports the command modules only: numpy,
     scipy, networkx, pydantic and Rich load inside the commands that use them (issue 36: `--help`
     in ≤ 0.15 s of CPU, where Rich alone costs ~40 ms)."""
@@ -145,7 +145,9 @@ def test_starting_the_command_line_loads_no_numerical_library():
             "sys.argv = ['loom', '--help']\n"
             "from loom.cli import main\n"
             "main()\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # a cache of its own: a help kept from an earlier run would load nothing at all
+    env = {**__import__("os").environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0 and "Usage: loom" in r.stdout, r.stdout + r.stderr
     assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
 

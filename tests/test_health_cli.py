@@ -48,9 +48,9 @@ def test_a_counter_reset_by_perfquery_R_is_not_an_error(tiny_up, monkeypatch):
     console(d.dir, ['PerformanceSet "z0-leaf0"[5] PortCounters.SymbolErrorCounter=5000'])
     from .test_port_counters import perfquery
 
-    between_readings(monkeypatch, lambda: perfquery(d, "-R", "1024", "5"))
+    reset = between_readings(monkeypatch, lambda: perfquery(d, "-R", "1024", "5"))
     code, text = loom("health", TINY, "--interval", "0.5")
-    assert code == 0 and "60 healthy" in text, text
+    assert reset and code == 0 and "60 healthy" in text, text
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def test_what_the_text_depends_on_is_in_the_key(tmp_path):
 def test_only_a_help_that_ran_nothing_else_is_kept(tmp_path):
     # --help as an option's value, an option before it, a command that is not there, no --help
     for argv in (["show", "--switch", "--help"], ["check", "--json", "--help"], ["validate", "m.yaml"], []):
-        assert helpcache.key(argv) is None, argv
+        assert helpcache.key(argv, "utf-8") is None, argv
     code, _, _ = _loom(tmp_path, "no-such-command", "--help")
     assert code == 2 and not (tmp_path / "cache" / "loom" / "help").exists()
 
@@ -56,9 +56,9 @@ def test_a_changed_source_is_another_key(tmp_path, monkeypatch):
     src = tmp_path / "loom" / "cli" / "model.py"
     src.write_text("x = 1\n")
     monkeypatch.setattr(helpcache, "_LOOM", str(tmp_path / "loom"))
-    before = helpcache.key(["--help"])
+    before = helpcache.key(["--help"], "utf-8")
     os.utime(src, ns=(0, 10**18))
-    assert helpcache.key(["--help"]) != before
+    assert helpcache.key(["--help"], "utf-8") != before
 
 
 def test_a_cache_that_cannot_be_written_costs_only_time(tmp_path):
@@ -93,3 +93,21 @@ def test_what_is_not_a_whole_kept_help_is_a_miss(tmp_path, monkeypatch):
     reader.start()
     reader.join(5)
     assert got == [None], "load blocked on a FIFO"
+
+
+def test_where_the_text_cannot_be_recorded_or_kept_it_is_printed_the_long_way(tmp_path, monkeypatch):
+    """An ASCII stdout (Click then writes bytes past the recording stream: an empty help was kept
+    and replayed), a working directory that was deleted, no absolute cache directory: the help
+    is printed every time and nothing is kept."""
+    for args, env in ((["--help"], {"PYTHONIOENCODING": "ascii"}), (["sim", "--help"], {"LC_ALL": "C", "PYTHONUTF8": "0",
+                                                                                       "PYTHONIOENCODING": "ascii"})):
+        first, again = _loom(tmp_path, *args, **env), _loom(tmp_path, *args, **env)
+        assert first[0] == again[0] == 0 and first[1].startswith("Usage: loom") and again[1] == first[1], again
+    assert not (tmp_path / "cache").exists()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert helpcache.key(["--help"], "utf-8") is None
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
+    assert helpcache.key(["--help"], "utf-8") is None and helpcache.load("0" * 64) is None

@@ -13,7 +13,8 @@ the pipeline (`loom.pipeline`) or the fabric's backend (`loom.fabrics`) and prin
     netbox      netbox plan|apply|import
     docs        docs
 
-The order below is the order `loom --help` lists them in.  Exit codes: 0 success, 1 invalid
+`commands.py` registers them, in the order `loom --help` lists them; `helpcache.py` answers a
+`--help` it printed before without loading any of them.  Exit codes: 0 success, 1 invalid
 model / failed check / refusal, 2 usage errors (Typer's).
 """
 
@@ -72,7 +73,7 @@ class _ReaderMayLeave:
 
 def main() -> None:
     """The `loom` program (and `python -m loom.cli`)."""
-    keep = helpcache.key(sys.argv[1:])
+    keep = helpcache.key(sys.argv[1:], getattr(sys.stdout, "encoding", None))
     stdout = sys.stdout = _ReaderMayLeave(sys.stdout, record=keep is not None)
     if keep is not None and (text := helpcache.load(keep)) is not None:
         stdout.write(text)

@@ -27,9 +27,11 @@ _LOOM = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MAGIC = "loom-help-2"
 
 
-def _cache_dir() -> str:
+def _cache_dir() -> str | None:
+    """Where kept helps live; None when that would not be an absolute path (HOME unset and no
+    passwd entry: `~` stays `~`, which would put a cache in the working directory)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "loom", "help")
+    return os.path.join(base, "loom", "help") if os.path.isabs(base) else None
 
 
 def _sources(top: str, h) -> None:
@@ -39,7 +41,7 @@ def _sources(top: str, h) -> None:
                 _sources(e.path, h)
             elif e.name.endswith(".py"):
                 st = e.stat()
-                h.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                h.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
 
 
 def _terminal(fd: int) -> str:
@@ -49,19 +51,26 @@ def _terminal(fd: int) -> str:
         return "-"
 
 
-def key(argv: list[str]) -> str | None:
-    """The cache key of this invocation, or None when it is not a help request to keep."""
-    if not argv or argv[-1] != "--help" or any(a.startswith("-") for a in argv[:-1]):
+def key(argv: list[str], encoding: str | None) -> str | None:
+    """The cache key of this invocation, or None when it is not a help request to keep: not
+    help alone, no cache directory, or stdout not UTF-8 (Click then writes bytes past the text
+    stream that records them).  Anything that cannot be read for the key (a deleted working
+    directory, sources in a zip) means no key: the help is printed the long way."""
+    if not argv or argv[-1] != "--help" or any(a.startswith("-") for a in argv[:-1]) or _cache_dir() is None \
+            or (encoding or "").lower().replace("-", "").replace("_", "") != "utf8":
         return None
-    h = hashlib.sha256()
-    h.update(repr((argv, os.getcwd(), sys.executable, sys.version, sorted(os.environ.items()),
-                   [_terminal(fd) for fd in (0, 1, 2)])).encode("utf-8", "surrogateescape"))
-    for p in sys.path:
-        try:
-            h.update(f"{p}\0{os.stat(p).st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
-        except OSError:
-            pass
-    _sources(_LOOM, h)
+    try:
+        h = hashlib.sha256()
+        h.update(repr((sys.argv[0], argv, os.getcwd(), sys.executable, sys.version, sorted(os.environ.items()),
+                       [_terminal(fd) for fd in (0, 1, 2)])).encode("utf-8", "surrogateescape"))
+        for p in sys.path:
+            try:
+                h.update(f"{p}\0{os.stat(p).st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+            except OSError:
+                pass
+        _sources(_LOOM, h)
+    except (OSError, ValueError):
+        return None
     return h.hexdigest()
 
 
@@ -73,8 +82,11 @@ def load(k: str) -> str | None:
     """The help kept under `k`, or None: none kept, or not one whole (its first line names its
     format and the digest of the rest).  Only a regular file of at most `LIMIT` bytes is read,
     without blocking: a FIFO or a device put there is a miss, not a hang."""
+    d = _cache_dir()
+    if d is None:
+        return None
     try:
-        fd = os.open(os.path.join(_cache_dir(), k), os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(os.path.join(d, k), os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:
@@ -94,6 +106,8 @@ def store(k: str, text: str) -> None:
     """Keep `text` under `k`; the oldest entries beyond KEEP go.  A cache that cannot be written
     (read-only home, full disk) only means the next help is printed the long way."""
     d = _cache_dir()
+    if d is None or not text:  # nothing recorded: never keep an empty help
+        return
     tmp = os.path.join(d, f".{k}.{os.getpid()}")
     try:
         os.makedirs(d, exist_ok=True)

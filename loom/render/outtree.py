@@ -43,15 +43,19 @@ class OutputTree:
             self.flush()
 
     def flush(self) -> None:
-        if len(self.staged) <= FSYNC_EACH:  # `--only`: a few files, not every dirty page of the machine
-            for tmp, _target in self.staged:
-                fd = os.open(tmp, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-        else:
-            os.sync()
+        try:
+            if len(self.staged) <= FSYNC_EACH:  # `--only`: a few files, not every dirty page of the machine
+                for tmp, _target in self.staged:
+                    fd = os.open(tmp, os.O_RDONLY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+            else:
+                os.sync()
+        except OSError:  # EIO: no temp file is left behind, none is renamed
+            self._discard()
+            raise
         for tmp, target in self.staged:
             os.replace(tmp, target)
         self.written += len(self.staged)
@@ -64,6 +68,9 @@ class OutputTree:
         if exc_type is None:
             self.flush()
             return
+        self._discard()
+
+    def _discard(self) -> None:
         for tmp, _target in self.staged:
             tmp.unlink(missing_ok=True)
         self.staged.clear()

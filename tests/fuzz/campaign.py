@@ -105,7 +105,7 @@ def _worker(conn, seed: int, seconds: float, memory_mb: int) -> None:
     import loom.routing  # noqa: F401
     import typer.testing  # noqa: F401
 
-    import loom.cli  # noqa: F401
+    import loom.cli.commands  # noqa: F401 - the Typer app and every command module
 
     with open("/proc/self/statm") as fh:
         vm = int(fh.read().split()[0]) * resource.getpagesize()
