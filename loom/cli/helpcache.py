@@ -9,10 +9,10 @@ sources (every .py file's size and modification time).  Any of them different an
 printed the long way, then kept.  Only a request that is help and nothing else is kept: the last
 word is `--help` and no other word is an option, so `--help` cannot be an option's value and the
 command never ran.  Entries live in $XDG_CACHE_HOME/loom/help (~/.cache/loom/help), at most
-`KEEP` of them, each written whole (a temporary file renamed) under a digest of its text, and a
-damaged one is a miss.
+`KEEP` of them, each written whole (`loom.files.write_atomic`) under a digest of its text, and
+a damaged one is a miss.
 
-Standard library only: this runs before anything else is imported."""
+Standard library only until a help is kept: the lookup runs before anything else is imported."""
 
 from __future__ import annotations
 
@@ -103,22 +103,18 @@ def load(k: str) -> str | None:
 
 
 def store(k: str, text: str) -> None:
-    """Keep `text` under `k`; the oldest entries beyond KEEP go.  A cache that cannot be written
-    (read-only home, full disk) only means the next help is printed the long way."""
+    """Keep `text` under `k` (`loom.files.write_atomic`: whole or not at all); the oldest entries
+    beyond KEEP go.  A cache that cannot be written (read-only home, full disk) only means the
+    next help is printed the long way."""
+    from loom.files import write_atomic
+
     d = _cache_dir()
     if d is None or not text:  # nothing recorded: never keep an empty help
         return
-    tmp = os.path.join(d, f".{k}.{os.getpid()}")
     try:
-        os.makedirs(d, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(f"{_MAGIC} {_digest(text)}\n{text}")
-        os.replace(tmp, os.path.join(d, k))
+        write_atomic(os.path.join(d, k), f"{_MAGIC} {_digest(text)}\n{text}")
         kept = sorted((e.stat().st_mtime_ns, e.path) for e in os.scandir(d) if not e.name.startswith("."))
         for _, path in kept[:-KEEP]:
             os.unlink(path)
     except (OSError, ValueError):  # ValueError: text that is not UTF-8 (surrogates)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
