@@ -3,6 +3,7 @@ processes of a state directory (the `tiny_up` fixture is in conftest.py)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -53,3 +54,28 @@ def between_readings(monkeypatch, plant) -> list:
     read_then_plant.__wrapped__ = first_read
     monkeypatch.setattr(health.Monitor, "read", read_then_plant)
     return planted
+
+
+def opensm_dies_in_first_sweep_wait(monkeypatch, d) -> list:
+    """Kill OpenSM once, when the apply first waits for its sweep (the sweep that loads the new
+    inputs).  An OpenSM the apply has just restarted is killed only once it is attached to ibsim
+    (`Entering MASTER state` in what the log got since this call): killed while ibsim connects
+    back to it, ibsim panics and the whole simulated fabric goes, which is another fault.
+    Returns the list the kill appends to."""
+    from loom.fabrics.infiniband.daemon import Daemons
+
+    real_wait, killed = Daemons.wait_sweep, []
+    first_pid, offset = d.pid("opensm"), d.log.stat().st_size
+
+    def crash_once(self, before, timeout):
+        if not killed:
+            deadline = time.monotonic() + 30
+            while (self.pid("opensm") != first_pid and b"Entering MASTER state" not in self.log.read_bytes()[offset:]
+                   and time.monotonic() < deadline):
+                time.sleep(0.01)
+            self.kill("opensm")
+            killed.append(True)
+        return real_wait(self, before, timeout)
+
+    monkeypatch.setattr(Daemons, "wait_sweep", crash_once)
+    return killed

@@ -21,7 +21,7 @@ from loom.fabrics.infiniband.target import SimTarget
 from loom.push.planfile import read_plan
 from loom.routing import subnet
 
-from .simfabric import loom, procs_using
+from .simfabric import loom, opensm_dies_in_first_sweep_wait, procs_using
 
 pytestmark = pytest.mark.sim
 HERE = Path(__file__).parent
@@ -159,17 +159,9 @@ def test_opensm_killed_while_loading_partitions_restores_the_tables_it_had(tenan
     d = tenants_up
     code, _ = loom("plan", TENANTS, "--out", str(tmp_path / "p.json"))
     assert code == 2
-    real_wait, calls = Daemons.wait_sweep, []
-
-    def crash_once(self, before, timeout):
-        if not calls:
-            calls.append(1)
-            self.kill("opensm")
-        return real_wait(self, before, timeout)
-
-    monkeypatch.setattr(Daemons, "wait_sweep", crash_once)
+    killed = opensm_dies_in_first_sweep_wait(monkeypatch, d)  # during the sweep that loads the new inputs
     res = apply_plan(read_plan(tmp_path / "p.json"), tmp_path / "p.json", timeout=30)
-    assert not res.ok and "restored and verified" in res.message, res.message
+    assert killed and not res.ok and "restored and verified" in res.message, res.message
     assert not d.partitions_file.exists() and alive(d.pid("opensm"))
     sn = subnet(load_fabric(TENANTS), 0)
     assert set(map(tuple, read_pkeys(SimTarget(d), sn).values())) == {tuple(NO_PARTITIONS)}

@@ -19,7 +19,7 @@ from loom.fabrics.infiniband.sim import tools_missing
 from loom.render.opensm import lfts_dump, parse_lfts_dump, tables_from_dump
 from loom.routing import route, subnet
 
-from .simfabric import TINY, TOPO, loom, runner
+from .simfabric import TINY, TOPO, loom, opensm_dies_in_first_sweep_wait, runner
 
 pytestmark = pytest.mark.sim
 
@@ -153,17 +153,9 @@ def test_opensm_killed_during_apply_restores_previous_state(tiny_up, tmp_path, m
     assert loom("plan", TINY, "--out", str(tmp_path / "p.json"))[0] == 2
     before = parse_lfts_dump(d.dump_fts())
     plan = read_plan(tmp_path / "p.json")
-    real_wait, calls = Daemons.wait_sweep, []
-
-    def crash_once(self, before, timeout):  # OpenSM dies during the sweep that loads the new tables
-        if not calls:
-            calls.append(1)
-            self.kill("opensm")
-        return real_wait(self, before, timeout)
-
-    monkeypatch.setattr(Daemons, "wait_sweep", crash_once)
+    killed = opensm_dies_in_first_sweep_wait(monkeypatch, d)  # during the sweep that loads the new inputs
     res = apply_plan(plan, tmp_path / "p.json", timeout=30)
-    assert not res.ok and "restored and verified" in res.message, res.message
+    assert killed and not res.ok and "restored and verified" in res.message, res.message
     assert parse_lfts_dump(d.dump_fts()) == before  # nothing half-applied
     assert alive(d.pid("opensm"))  # and OpenSM runs again
     audit = [json.loads(l) for l in (d.dir / "audit.log").read_text().splitlines()]

@@ -140,7 +140,7 @@ class Daemons:
         """Raise SimError naming the daemon that is down."""
         if self.fabric_down():
             log, where = self.dir / "ibsim.log", no_state(self.dir)
-            raise SimError("ibsim (the simulated fabric) is not running" + (f"; see {log}" if log.exists() else "")
+            raise SimError("ibsim (the simulated fabric) is not running" + _panic(log) + (f"; see {log}" if log.exists() else "")
                            + (f" ({where})" if where else "") + "; `loom sim up` starts it")
         if self.proc("opensm") is None:
             raise SimError(f"OpenSM is not running; see {self.log}; `loom sim up` restarts it")
@@ -348,6 +348,19 @@ def client_dir():
     directory (a full or read-only state disk must not stop loom from reading the fabric)."""
     with tempfile.TemporaryDirectory(prefix=f"{CLIENT_PREFIX}{os.getpid()}-") as d:
         yield d
+
+
+def _panic(log: Path) -> str:
+    """ibsim's own last words when it gave up (`ibpanic: ...`, e.g. a client that died while
+    ibsim connected back to it), so the error says why the fabric went, not only that it did."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            tail = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    said = [l.strip() for l in tail.splitlines() if "ibpanic" in l]
+    return f" (it stopped with: {said[-1][:200]})" if said else ""
 
 
 def engines_in(log: str) -> list[str]:
