@@ -46,7 +46,7 @@ BusId = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F
 class Strict(BaseModel):
     """Base: unknown keys are refused (a misspelt key is a user error, not something to ignore)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 # ---------------------------------------------------------------------------------- hardware

@@ -86,7 +86,7 @@ def apply_tables(d: Target, model: Path, tables: Tables, purpose: str, timeout: 
     def work() -> ApplyResult:
         phases: dict[str, float] = {}
         d.health()
-        inputs = d.read_inputs()
+        inputs = _inputs(d)
         live, live_text = previous, None
         if previous is None or inputs["lfts"] is None:  # the restore needs what is live
             live_text = timed(phases, "read live", d.read_lfts, len(in_service))
@@ -117,7 +117,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     q = plan["qos"]
     # stale: forwarding tables read back, QoS by the options OpenSM programs the ports from (a full
     # QoS read-back costs minutes on a big fabric; plan did one, apply's verify does the next)
-    inputs = d.read_inputs()
+    inputs = _inputs(d)
     current_conf = inputs["conf"] if inputs["conf"] is not None else UNMANAGED
     if live_sha != plan["live_sha256"] or current_conf != q["previous_conf"] or pkeys_stale(plan, inputs):
         raise PlanError("the live tables changed since this plan was made (stale plan); run `loom plan` again")
@@ -161,6 +161,13 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     if edited and result.ok:
         result.message += " (from an edited plan: the next `loom plan` reports the difference to the model's routing)"
     return result
+
+
+def _inputs(d: Target) -> dict:
+    """The target's input files as an apply needs them: the small ones as their texts, the
+    tables as the journal keeps them (a local file by its path: its 15 MB neither read nor
+    copied, only linked; a remote one as its text)."""
+    return {k: v.read_text() if isinstance(v, Path) and k != "lfts" else v for k, v in d.kept_inputs().items()}
 
 
 AS_PLANNED = "as planned"  # `Routed.made` of tables a plan recorded routing from the same inputs: not edited
@@ -419,7 +426,7 @@ def _remember_key(d: Target, routed: Routed, desired: str, plan: dict) -> None:
                           **_design_files(d, routed.design_key if lfts is not None else None, lfts)})
 
 
-def _design_files(d: Target, design_key: str | None, lfts: str | None, digest: str | None = None) -> dict:
+def _design_files(d: Target, design_key: str | None, lfts: str | Path | None, digest: str | None = None) -> dict:
     """The design tables' files to write with the apply's own records (none unless both are known)."""
     return design_files(d.dir, design_key, lfts, digest) if design_key and lfts else {}
 
@@ -429,18 +436,26 @@ def _finish(d: Target, j: dict, journal: Journal) -> None:
     hint), then drop the journal."""
     # the design is the desired tables unless the journal kept its own: then the digest of what
     # was verified live is the desired tables', not the design's
-    design = _kept(journal, j, "design_lfts")
-    designed = (_design_files(d, j.get("design_key"), design) if design
-                else _design_files(d, j.get("design_key"), _kept(journal, j, "desired_lfts"), j["live_sha256"]))
+    designed = {}
+    if j.get("design_key"):  # (the desired tables are read only then: a watcher's apply has none)
+        design = _kept(journal, j, "design_lfts")
+        designed = (_design_files(d, j["design_key"], design) if design
+                    else _design_files(d, j["design_key"], _kept_whole(journal, j, "desired_lfts"), j["live_sha256"]))
     write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
                       d.dir / "last-applied.key": (j["routing_key"] + "\n") if j.get("routing_key") else None,
-                      d.dir / "last-applied.lfts": _kept(journal, j, "desired_lfts"),
+                      d.dir / "last-applied.lfts": _kept_whole(journal, j, "desired_lfts"),
                       d.dir / "last-applied-qos.sha256": (j["qos_sha256"] + "\n") if j.get("qos_sha256") else None,
                       **pkey_finish(d.dir, j),
                       **designed,
                       # a plan's apply records whether it came from an edited plan; a watcher's leaves that as it is
                       **(edited_files(d.dir, j["edited"], _kept(journal, j, "model_lfts")) if "edited" in j else {})})
     journal.clear()
+
+
+def _kept_whole(journal: Journal, j: dict, name: str) -> str | Path | None:
+    """A text the journal kept, for a file that takes it whole: the kept file itself (linked),
+    or the text of an earlier Loom's packed record."""
+    return journal.file(j, name) if "texts" in j else _kept(journal, j, name)
 
 
 def _kept(journal: Journal, j: dict, name: str) -> str | None:

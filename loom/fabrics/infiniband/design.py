@@ -26,13 +26,14 @@ from loom.routing.repair import repair_or_widen, settled
 DESIGN_LFTS, DESIGN_KEY = "design.lfts", "design.key"
 
 
-def design_files(state_dir: Path, design_key: str, lfts: str, digest: str | None = None) -> dict[Path, str]:
+def design_files(state_dir: Path, design_key: str, lfts: str | Path, digest: str | None = None) -> dict[Path, str | Path]:
     """The files that keep `lfts` as the design tables of the design with `design_key` (the
-    caller writes them with its own records, atomically: `loom.files.write_all_atomic`).
-    `digest`: `digest_live(lfts)` when the caller has it (an apply verified those tables live:
-    parsing two zones' 15 MB again costs 0.2 s)."""
-    return {Path(state_dir) / DESIGN_LFTS: lfts,
-            Path(state_dir) / DESIGN_KEY: f"{design_key} {digest or digest_live(lfts)}\n"}
+    caller writes them with its own records, atomically: `loom.files.write_all_atomic`; a Path
+    is a file holding them, linked).  `digest`: `digest_live(lfts)` when the caller has it (an
+    apply verified those tables live: parsing two zones' 15 MB again costs 0.2 s)."""
+    if digest is None:
+        digest = digest_live(lfts.read_text() if isinstance(lfts, Path) else lfts)
+    return {Path(state_dir) / DESIGN_LFTS: lfts, Path(state_dir) / DESIGN_KEY: f"{design_key} {digest}\n"}
 
 
 def recorded(state_dir: Path, design_key: str, design) -> Tables | None:

@@ -247,6 +247,9 @@ class SshTarget:
     def read_inputs(self) -> dict[str, str | None]:
         return self.inputs_of(self.master)
 
+    def kept_inputs(self) -> dict[str, str | None]:
+        return self.read_inputs()  # remote: their texts
+
     def write_inputs(self, files: dict[str, str | None]) -> None:
         """Every host, standbys first and the master last: each host's files are staged as temp
         files beside their targets, then renamed together (a host that cannot stage them fails

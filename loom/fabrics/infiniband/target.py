@@ -86,6 +86,11 @@ class Target(Protocol):
     def read_inputs(self) -> dict[str, str | None]:
         """The master's current input files {"lfts", "conf", "guid2lid", "partitions"}."""
 
+    def kept_inputs(self) -> dict[str, str | Path | None]:
+        """The master's input files as an apply's journal keeps them: a local file (the
+        simulator's) by its path, to be hard-linked instead of read and copied; a remote one
+        as its text (`read_inputs`)."""
+
     def write_inputs(self, files: dict[str, str | None]) -> None:
         """Write input files on every SM host, all or nothing per host, each atomically."""
 
@@ -198,6 +203,9 @@ class SimTarget:
 
     def read_inputs(self) -> dict[str, str | None]:
         return {k: p.read_text() if p.exists() else None for k, p in self._paths().items()}
+
+    def kept_inputs(self) -> dict[str, str | Path | None]:
+        return {k: p if p.is_file() else None for k, p in self._paths().items()}
 
     def write_inputs(self, files: dict[str, str | None]) -> None:
         from loom.files import write_all_atomic
