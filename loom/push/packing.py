@@ -102,16 +102,21 @@ ROWS = TypeAdapter(dict[str, SwitchRows])
 ENTRY_LINE = "0x%04x %03d"  # one LFT entry as dump_fts writes it
 
 
-def rows_text(rows, where: str = "the plan", key: str = "desired_lfts") -> str:
-    """Plan rows back to dump text (`Unicast lids ... guid ...` blocks), every field validated:
-    a wrong shape is a PlanError naming the field, never a traceback."""
+def checked_rows(rows, where: str = "the plan", key: str = "desired_lfts") -> dict[str, SwitchRows]:
+    """Plan rows with every field validated: a wrong shape is a PlanError naming the field, never
+    a traceback.  (A third of `rows_text`: what checks a plan's shape needs, without the text.)"""
     try:
-        switches = ROWS.validate_python(rows)
+        return ROWS.validate_python(rows)
     except ValidationError as exc:
         e = exc.errors()[0]
         field = ".".join(str(p) for p in (key, *e["loc"]))
         raise PlanError(f"{where}: {field}: {e['msg']} (a switch is {{\"guid\": \"0x…\", \"lid\": N, \"rows\": "
                         f"[[lid, port], …]}}); run `loom plan` again") from None
+
+
+def rows_text(rows, where: str = "the plan", key: str = "desired_lfts") -> str:
+    """Plan rows back to dump text (`Unicast lids ... guid ...` blocks), validated (`checked_rows`)."""
+    switches = checked_rows(rows, where, key)
     out = []
     for s in switches.values():
         out.append(f"Unicast lids of switch Lid {s.lid} guid {s.guid} (plan):")  # no names: keys are not checked

@@ -151,6 +151,7 @@ def _apply_locked(plan: dict, d: Target, context: dict, timeout: float, progress
     design = _design_of(routed, plan)
     record = {**context, "model": plan["model"], "routing_key": None if edited else routed.key,
               "design_key": routed.design_key if design is not None else None,
+              "design_sha256": digest_tables(design) if design is not None else None,  # not parsed again from 15 MB
               "edited": {"routing_key": routed.key, "user": who()["user"], "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                          "plan_sha256": plan["plan_sha256"]} if edited else None,
               "cables_down": (plan.get("as_built") or {}).get("cables_down")}
@@ -438,8 +439,8 @@ def _finish(d: Target, j: dict, journal: Journal) -> None:
     # was verified live is the desired tables', not the design's
     designed = {}
     if j.get("design_key"):  # (the desired tables are read only then: a watcher's apply has none)
-        design = _kept(journal, j, "design_lfts")
-        designed = (_design_files(d, j["design_key"], design) if design
+        design = _kept_whole(journal, j, "design_lfts")
+        designed = (_design_files(d, j["design_key"], design, j.get("design_sha256")) if design
                     else _design_files(d, j["design_key"], _kept_whole(journal, j, "desired_lfts"), j["live_sha256"]))
     write_all_atomic({d.dir / "last-applied.sha256": j["live_sha256"] + "\n",
                       d.dir / "last-applied.key": (j["routing_key"] + "\n") if j.get("routing_key") else None,

@@ -337,7 +337,7 @@ def check_shape(plan: dict, path: Path) -> None:
     """PlanError unless every field `loom show` prints has its shape."""
     from pydantic import ValidationError
 
-    from loom.push.packing import rows_text
+    from loom.push.packing import checked_rows
 
     try:
         _Summary.model_validate(plan)
@@ -345,6 +345,6 @@ def check_shape(plan: dict, path: Path) -> None:
         e = exc.errors()[0]
         raise PlanError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}; make a new plan with `loom plan`") from None
     for key in ("desired_lfts", "previous_lfts"):
-        rows_text(plan.get(key), str(path), key)
+        checked_rows(plan.get(key), str(path), key)
     if plan.get("design_lfts") is not None:
-        rows_text(plan["design_lfts"], str(path), "design_lfts")
+        checked_rows(plan["design_lfts"], str(path), "design_lfts")
