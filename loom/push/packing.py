@@ -100,6 +100,7 @@ class SwitchRows(BaseModel):
 
 ROWS = TypeAdapter(dict[str, SwitchRows])
 ENTRY_LINE = "0x%04x %03d"  # one LFT entry as dump_fts writes it
+ROW_JSON = "   [%d, %d]"  # one LFT entry as a plan file writes it
 
 
 def checked_rows(rows, where: str = "the plan", key: str = "desired_lfts") -> dict[str, SwitchRows]:
@@ -140,7 +141,7 @@ def plan_json(plan: dict) -> str:
 def _tables_json(switches: dict[str, dict]) -> str:
     blocks = []
     for name, s in switches.items():
-        rows = ",\n".join(f"   [{lid}, {port}]" for lid, port in s["rows"])
+        rows = ",\n".join(map(ROW_JSON.__mod__, map(tuple, s["rows"])))  # C-level formatting, as `rows_text`
         blocks.append(f'  {json.dumps(name)}: {{"guid": {json.dumps(s["guid"])}, "lid": {s["lid"]}, "rows": [\n{rows}\n  ]}}')
     return "{\n" + ",\n".join(blocks) + "\n }" if blocks else "{}"
 
