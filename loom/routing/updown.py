@@ -255,7 +255,7 @@ class UpDown:
         """The cached matrices `names` computed in a forked child while the `with` body runs, and
         kept here at its end: the engine's first pass is one core's work, and the structure the
         legality pass needs after it (the switch-to-switch hops alone are a BFS from every
-        switch, 2.4 s at the LID limit) takes the other core meanwhile."""
+        switch, 4-8 s of CPU at the LID limit on a busy machine) takes the other core meanwhile."""
         job = Forked(lambda: [getattr(self, name) for name in names], self.sn.n * (self.sn.max_lid + 1))
         try:
             yield
