@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .corepaths import CELLS, ca_counts, core_weights, intact_above_leaves, pod_paths_bound, pod_spines
+from .loads import counting_bound
 from .subnet import TO_SWITCH, Subnet
 from .zone import Zone
 
@@ -73,10 +74,12 @@ def _choose(sn, z, lft, roles, lids, lid_pod, spine, leaves, lid, mate, w, place
     fits = _fits(lft[spine, sent], roles[sent], sn.lid_port[sent] >= 0, ups, int(roles[lid]), ca)
     order = sorted(ups[fits].tolist(), key=lambda x: (x != lft[spine, mate], int((lft[spine, sent] == x).sum())))
     into_spines = pod_spines(z, int(lid_pod[lid]))
+    into_pod = None  # walked at the first candidate, once: no table changes while they are tried
     for x in order:
         core = _core(sn, spine, x)
         links = np.flatnonzero((sn.peer_kind[core] == TO_SWITCH) & np.isin(sn.peer_dev[core], into_spines))
-        carried, paths, bound = _core_loads(sn, z, lft, lid_pod, core, links, lid)
+        into_pod = into_pod or _into_pod(sn, z, lft, lid_pod, lid)
+        carried, paths, bound = _core_loads(sn, lft, into_pod, core, links)
         if (core, lid) in placed:  # another pod's trade chose it: the core has one entry per LID
             y = int(lft[core, lid])
             if y in links and paths[links == y][0] + w <= bound:
@@ -92,14 +95,15 @@ def _choose(sn, z, lft, roles, lids, lid_pod, spine, leaves, lid, mate, w, place
 
 def _fits(chosen: np.ndarray, roles: np.ndarray, is_ca: np.ndarray, ports: np.ndarray, role: int, ca: bool) -> np.ndarray:
     """[port] whether one more destination of `role` (a CA or not) fits on each of a group's
-    `ports`, which carry the destinations `chosen` (their ports): within ceil(destinations /
-    ports) in total, of that role and (a CA) over CAs, each counted with the one more."""
-    n = len(ports)
-    ok = np.ones(n, bool)
+    `ports`, which carry the destinations `chosen` (their ports): within the group's bound
+    (`loads.counting_bound`: every port legal for each, so ceil(destinations / ports)) in total,
+    of that role and (a CA) over CAs, each counted with the one more."""
+    every = np.ones((1, len(ports)), bool)
+    ok = np.ones(len(ports), bool)
     for of in (np.ones(len(chosen), bool), roles == role, is_ca if ca else None):
         if of is not None:
             load = (chosen[of][:, None] == ports[None, :]).sum(axis=0)
-            ok &= load + 1 <= -(-(int(of.sum()) + 1) // n)
+            ok &= load + 1 <= counting_bound(every, np.array([int(of.sum()) + 1]))
     return ok
 
 
@@ -107,14 +111,23 @@ def _core(sn: Subnet, spine: int, port: int) -> int:
     return int(sn.peer_dev[spine, port])
 
 
-def _core_loads(sn, z, lft, lid_pod, core, links, lid) -> tuple[np.ndarray, np.ndarray, int]:
-    """What `core` carries down its `links` into the pod of `lid` (`lid` itself left out): the
-    destinations, the CA-to-CA paths on each link, and the links' paths bound."""
+def _into_pod(sn, z, lft, lid_pod, lid) -> tuple[np.ndarray, dict[int, np.ndarray], int]:
+    """The destinations of `lid`'s pod (`lid` itself left out), each core's CA traffic to them
+    (`core_weights`, a walk from every leaf outside the pod: once per trade, not once per
+    candidate core) and the paths bound of the links into the pod."""
     p = int(lid_pod[lid])
     dests = np.flatnonzero(lid_pod == p)
     dests = dests[dests != lid]
     cas = ca_counts(sn)
-    weight = core_weights(sn, z, lft, dests, p, cas)[int(np.flatnonzero(z.cores == core)[0])]
+    weights = core_weights(sn, z, lft, dests, p, cas)
+    return dests, dict(zip(z.cores.tolist(), weights)), pod_paths_bound(sn, z, p, cas)
+
+
+def _core_loads(sn, lft, into_pod, core, links) -> tuple[np.ndarray, np.ndarray, int]:
+    """What `core` carries down its `links` into the pod (`_into_pod`): the destinations, the
+    CA-to-CA paths on each link, and the links' paths bound."""
+    dests, weights, bound = into_pod
+    weight = weights[core]
     ports = lft[core, dests]
     paths = np.array([int((weight * (sn.lid_port[dests] >= 0))[ports == y].sum()) for y in links], np.int64)
-    return dests[(weight > 0) & np.isin(ports, links)], paths, pod_paths_bound(sn, z, p, cas)
+    return dests[(weight > 0) & np.isin(ports, links)], paths, bound
