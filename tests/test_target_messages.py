@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from loom.fabrics.infiniband.inventory import SmHost
 from loom.fabrics.infiniband.sim import SimError
 from loom.fabrics.infiniband.ssh import SshTarget
 from loom.fabrics.infiniband.target import SimTarget
+from loom.push.errors import TargetError
 from loom.push.ssh import MESSAGE_CAP, Connection, SshError, control_dir, whole
 from loom.render.sm_host import SmPaths
 
@@ -57,6 +59,30 @@ def test_the_sockets_directory_is_short_enough_for_ssh_under_a_long_tmpdir(tmp_p
     made = control_dir()
     made.rmdir()
     assert made.parent == Path("/tmp")
+
+
+def test_no_usable_directory_for_the_sockets_is_a_target_error_naming_it(tmp_path, monkeypatch):
+    """A TMPDIR that is gone (and so /tmp, as the fallback of a long one) ends in a message, not
+    a traceback."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "gone"))
+    with pytest.raises(TargetError) as e:
+        control_dir()
+    assert f"under {tmp_path / 'gone'}" in str(e.value) and "TMPDIR" in str(e.value)
+
+    def refused(*_a, **kw):
+        if kw.get("dir") == "/tmp":
+            raise PermissionError(13, "Permission denied")
+        return real(*_a, **kw)
+
+    deep = tmp_path / ("d" * 60)
+    deep.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(deep))
+    real = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    with pytest.raises(TargetError) as e:
+        control_dir()
+    assert "under /tmp: Permission denied" in str(e.value)
+    assert not list(deep.iterdir())  # the one too long for a socket is not left behind
 
 
 def test_long_error_output_keeps_whole_lines_from_both_ends():

@@ -122,12 +122,19 @@ _SOCKET_PATH_MAX, _SSH_ADDS = 107, 1 + 40 + 17
 
 def control_dir() -> Path:
     """A private directory for the multiplexed connections' sockets: under TMPDIR, or under /tmp
-    when TMPDIR's path is too long for a socket (ssh would refuse every connection)."""
-    made = Path(tempfile.mkdtemp(prefix="loom-ssh-"))
-    if len(os.fsencode(made)) + _SSH_ADDS <= _SOCKET_PATH_MAX:
-        return made
-    made.rmdir()
-    return Path(tempfile.mkdtemp(prefix="loom-ssh-", dir="/tmp"))
+    when TMPDIR's path is too long for a socket (ssh would refuse every connection).  Neither
+    usable (missing, full, read-only) is a TargetError saying so, not a traceback."""
+    where = tempfile.gettempdir()
+    try:
+        made = Path(tempfile.mkdtemp(prefix="loom-ssh-"))
+        if len(os.fsencode(made)) + _SSH_ADDS <= _SOCKET_PATH_MAX:
+            return made
+        made.rmdir()
+        where = "/tmp"
+        return Path(tempfile.mkdtemp(prefix="loom-ssh-", dir=where))
+    except OSError as exc:
+        raise TargetError(f"cannot make a directory for ssh's connection sockets under {where}: {exc.strerror}; "
+                          "point TMPDIR at a writable directory with a short path") from None
 
 
 def close_all(conns, control: Path) -> None:
