@@ -47,9 +47,9 @@ def _stage_link(path: Path, source: Path) -> str:
             os.close(fd)
         os.link(source, tmp, follow_symlinks=False)
     except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EACCES):
+        if exc.errno not in (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EACCES, errno.ELOOP):
             raise
-        return _stage(path, source.read_bytes())
+        return _stage(path, source.read_bytes())  # (ELOOP: a symlink, whose target's content is copied)
     return str(tmp)
 
 

@@ -43,3 +43,11 @@ def test_a_source_that_is_not_a_regular_file_is_refused_and_nothing_changes(tmp_
         write_all_atomic({target: fifo, tmp_path / "other": "x"})  # must not block on the FIFO either
     assert target.read_text() == "before\n" and not (tmp_path / "other").exists()
     assert not list(tmp_path.glob(f"{TEMP_PREFIX}*"))
+
+
+def test_a_symlinked_source_gives_its_target_content_as_a_copy(tmp_path):
+    real, link, kept = tmp_path / "real", tmp_path / "link", tmp_path / "kept"
+    real.write_text("tables\n")
+    link.symlink_to(real)
+    write_all_atomic({kept: link})
+    assert kept.read_text() == "tables\n" and not kept.is_symlink() and os.stat(kept).st_ino != os.stat(real).st_ino
